@@ -1,0 +1,203 @@
+"""Weighted geometric median of client values, computed by smoothed Weiszfeld as secure averages.
+
+Robust Federated Aggregation (RFA; Pillutla, Kakade, Harchaoui), Algorithms 2 and 3. The geometric median
+(GM) of client values w_i with weights alpha_i minimises eq. (6), g(v) = sum_i alpha_i ||v - w_i||; its
+breakdown point is 1/2 (the mean's is 0). Smoothed Weiszfeld, eq. (16), needs only weighted averages:
+    server broadcasts v^(r);  client i computes beta_i = alpha_i / max(nu, ||v^(r) - w_i||);
+    v^(r+1) = sum_i beta_i w_i / sum_i beta_i        (one call of the secure-average oracle),
+so each pass is one call of an inner weighted-mean process and no individual w_i is revealed.
+"""
+
+import collections
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import structure_math
+
+INITS = ('mean', 'zero')
+
+
+class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
+  """`WeightedAggregationFactory` for the weighted geometric median (RFA's robust aggregation oracle).
+
+  The created process runs `num_passes` calls of an inner weighted-mean process (the secure-average oracle)
+  per aggregation:
+    - `init='mean'` (the authors' code): the first call is the weighted mean v^(1) of the values, the
+      remaining `num_passes - 1` calls are Weiszfeld re-weightings (Algorithm 2 started at the mean).
+    - `init='zero'`: v^(0) = 0, so every call is a Weiszfeld step; `num_passes=1` is one-step RFA
+      (Algorithm 3), beta_i = alpha_i / max(nu, ||w_i||). This only makes sense on model deltas.
+  Norms are taken over the whole value (all tensors together), not per tensor.
+
+  Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; if no
+  weight is left the aggregate is zero, never NaN.
+
+  Measurements:
+    - `secure_average_calls`: inner weighted-mean calls used (= `num_passes`).
+    - `objective`: g(v^(r)) / sum_i alpha_i at every iterate v^(r) broadcast to the clients, aggregated in
+      the same pass as the re-weighting (length `num_passes - 1` for 'mean', `num_passes` for 'zero').
+    - `num_nonfinite_clients`: clients whose value or weight was not finite.
+    - `mean`: measurements of the last inner weighted-mean call.
+
+  Secure aggregation: pass `mean_factory=tff.aggregators.MeanFactory(value_sum_factory=
+  tff.aggregators.SecureSumFactory(...), weight_sum_factory=..., no_nan_division=True)`. The Weiszfeld
+  weights reach alpha_i / nu, so choose the weight bound (or `smoothing`) with the secure sum's range in mind.
+  """
+
+  def __init__(
+      self,
+      num_passes: int = 3,
+      smoothing: float = 1e-6,
+      init: str = 'mean',
+      mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+  ):
+    """Initializes the factory.
+
+    Args:
+      num_passes: inner weighted-mean (secure-average) calls per aggregation, an integer >= 1.
+      smoothing: the smoothing nu > 0 of eq. (16); distances below it are treated as nu.
+      init: 'mean' or 'zero', see the class docstring.
+      mean_factory: a `tff.aggregators.WeightedAggregationFactory` for every pass; defaults to
+        `tff.aggregators.MeanFactory(no_nan_division=True)`.
+
+    Raises:
+      TypeError: if an argument has the wrong type.
+      ValueError: if an argument is outside its allowed range.
+    """
+    if isinstance(num_passes, bool) or not isinstance(num_passes, (int, np.integer)):
+      raise TypeError(f'num_passes must be an integer >= 1, got {num_passes!r}')
+    if num_passes < 1:
+      raise ValueError(f'num_passes must be an integer >= 1, got {num_passes}')
+    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float, np.floating, np.integer)):
+      raise TypeError(f'smoothing must be a float > 0, got {smoothing!r}')
+    if not np.isfinite(smoothing) or smoothing <= 0:
+      raise ValueError(f'smoothing must be a finite float > 0, got {smoothing}')
+    if init not in INITS:
+      raise ValueError(f'init must be one of {INITS}, got {init!r}')
+    if mean_factory is None:
+      mean_factory = tff.aggregators.MeanFactory(no_nan_division=True)
+    if not isinstance(mean_factory, tff.aggregators.WeightedAggregationFactory):
+      raise TypeError(
+          f'mean_factory must be a tff.aggregators.WeightedAggregationFactory, got {type(mean_factory)}'
+      )
+    self._num_passes = int(num_passes)
+    self._smoothing = float(smoothing)
+    self._init = init
+    self._mean_factory = mean_factory
+
+  def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    _check_value_type(value_type)
+    _check_weight_type(weight_type)
+    mean_process = self._mean_factory.create(value_type, weight_type)
+    smoothing = self._smoothing
+
+    def weiszfeld_weight(value, weight, center):
+      """beta_i = alpha_i / max(nu, ||v - w_i||), and alpha_i ||v - w_i|| for the objective (eq. 6)."""
+      distance = structure_math.global_l2_norm(tf.nest.map_structure(tf.subtract, value, center))
+      distance = tf.cast(distance, weight.dtype)
+      beta = weight / tf.maximum(tf.constant(smoothing, weight.dtype), distance)
+      weighted_distance = tf.where(weight > 0, weight * distance, tf.zeros_like(weight))
+      return beta, weighted_distance
+
+    @tff.tensorflow.computation(value_type, weight_type)
+    def drop_nonfinite(value, weight):
+      nonfinite = tf.logical_not(
+          tf.logical_and(structure_math.all_finite(value), tf.math.is_finite(weight))
+      )
+      return (
+          structure_math.zeros_where(nonfinite, value),
+          tf.where(nonfinite, tf.zeros_like(weight), weight),
+          tf.cast(nonfinite, tf.int32),
+      )
+
+    @tff.tensorflow.computation(value_type, weight_type, value_type)
+    def weiszfeld_weight_at(value, weight, center):
+      return weiszfeld_weight(value, weight, center)
+
+    @tff.tensorflow.computation(value_type, weight_type)
+    def weiszfeld_weight_at_origin(value, weight):
+      return weiszfeld_weight(value, weight, tf.nest.map_structure(tf.zeros_like, value))
+
+    @tff.tensorflow.computation(weight_type, weight_type)
+    def divide_no_nan(numerator, denominator):
+      return tf.math.divide_no_nan(numerator, denominator)
+
+    @tff.tensorflow.computation(value_type)
+    def zeros_if_nonfinite(center):
+      return structure_math.zeros_where(tf.logical_not(structure_math.all_finite(center)), center)
+
+    @tff.federated_computation()
+    def init_fn():
+      return mean_process.initialize()
+
+    @tff.federated_computation(
+        init_fn.type_signature.result,
+        tff.FederatedType(value_type, tff.CLIENTS),
+        tff.FederatedType(weight_type, tff.CLIENTS),
+    )
+    def next_fn(state, value, weight):
+      sanitized = tff.federated_map(drop_nonfinite, (value, weight))
+      value, weight, nonfinite = sanitized[0], sanitized[1], sanitized[2]
+      total_weight = tff.federated_sum(weight)
+
+      center = None
+      if self._init == 'mean':
+        output = mean_process.next(state, value, weight)
+        state, center = output.state, output.result
+      objectives = []
+      while len(objectives) + (self._init == 'mean') < self._num_passes:
+        if center is None:
+          reweighted = tff.federated_map(weiszfeld_weight_at_origin, (value, weight))
+        else:
+          reweighted = tff.federated_map(
+              weiszfeld_weight_at, (value, weight, tff.federated_broadcast(center))
+          )
+        objectives.append(
+            tff.federated_map(divide_no_nan, (tff.federated_sum(reweighted[1]), total_weight))
+        )
+        output = mean_process.next(state, value, reweighted[0])
+        state, center = output.state, output.result
+
+      measurements = collections.OrderedDict(
+          secure_average_calls=tff.federated_value(self._num_passes, tff.SERVER),
+          objective=_stack_at_server(objectives, weight_type.dtype),
+          num_nonfinite_clients=tff.federated_sum(nonfinite),
+          mean=output.measurements,
+      )
+      return tff.templates.MeasuredProcessOutput(
+          state=state,
+          result=tff.federated_map(zeros_if_nonfinite, center),
+          measurements=tff.federated_zip(measurements),
+      )
+
+    return tff.templates.AggregationProcess(init_fn, next_fn)
+
+
+def _stack_at_server(scalars_at_server, dtype):
+  """Stacks a Python list of server-placed scalars into one server-placed vector (possibly empty)."""
+  if not scalars_at_server:
+    empty = tff.tensorflow.computation(lambda: tf.zeros([0], dtype))
+    return tff.federated_eval(empty, tff.SERVER)
+  zipped = tff.federated_zip(tuple(scalars_at_server))
+  stack = tff.tensorflow.computation(
+      lambda values: tf.stack(tf.nest.flatten(values)), zipped.type_signature.member
+  )
+  return tff.federated_map(stack, zipped)
+
+
+def _check_value_type(value_type):
+  if not isinstance(value_type, (tff.TensorType, tff.StructType)):
+    raise TypeError(f'value_type must be a tff.TensorType or tff.StructType, got {value_type!r}')
+  if not tff.types.is_structure_of_floats(value_type):
+    raise TypeError(f'every tensor of value_type must have a floating dtype, got {value_type}')
+
+
+def _check_weight_type(weight_type):
+  if not (
+      isinstance(weight_type, tff.TensorType)
+      and np.issubdtype(weight_type.dtype, np.floating)
+      and tuple(weight_type.shape) == ()
+  ):
+    raise TypeError(f'weight_type must be a floating scalar tff.TensorType, got {weight_type!r}')

@@ -1,0 +1,1 @@
+"""Pure numeric pieces with no TFF dependency, used as references by the tests."""

@@ -1,0 +1,3 @@
+"""Learning-process builders, drop-in replacements for `tff.learning.algorithms` builders."""
+
+from tff_robust.processes.rfa import build_rfa_process

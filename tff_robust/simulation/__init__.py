@@ -1,0 +1,1 @@
+"""Simulation support: execution context, tasks, training loop."""

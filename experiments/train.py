@@ -1,0 +1,99 @@
+r"""Trains a federated model with one of tff_robust's algorithms on a simulation task.
+
+Example (works offline):
+  python -m experiments.train --task=digits --algorithm=rfa
+
+Writes <root_output_dir>/<experiment_name>/{metrics.csv, tensorboard/, summary.json}.
+"""
+
+import os
+
+from absl import app
+from absl import flags
+import tensorflow as tf
+
+from tff_robust.simulation import algorithms
+from tff_robust.simulation import execution_context
+from tff_robust.simulation import tasks
+from tff_robust.simulation import training_loop
+
+_ALGORITHM = flags.DEFINE_enum('algorithm', 'rfa', algorithms.ALGORITHM_NAMES, 'Learning algorithm.')
+_TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Training task.')
+_TOTAL_ROUNDS = flags.DEFINE_integer('total_rounds', 100, 'Number of training rounds.', lower_bound=1)
+_CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 10, 'Clients sampled per round.', lower_bound=1)
+_CLIENT_EPOCHS = flags.DEFINE_integer(
+    'client_epochs_per_round', 1, 'Local epochs over each client dataset per round.', lower_bound=1
+)
+_CLIENT_BATCH_SIZE = flags.DEFINE_integer('client_batch_size', 16, 'Local batch size.', lower_bound=1)
+_CLIENT_LEARNING_RATE = flags.DEFINE_float(
+    'client_learning_rate', 0.1, 'Client SGD learning rate.', lower_bound=0.0
+)
+_SERVER_LEARNING_RATE = flags.DEFINE_float(
+    'server_learning_rate', 1.0, 'Server SGD learning rate on the aggregated update.', lower_bound=0.0
+)
+_RFA_NUM_PASSES = flags.DEFINE_integer(
+    'rfa_num_passes', 3, 'Secure-average calls per RFA aggregation (1 mean + Weiszfeld steps).', lower_bound=1
+)
+_RFA_SMOOTHING = flags.DEFINE_float('rfa_smoothing', 1e-6, 'Weiszfeld smoothing nu > 0.', lower_bound=1e-30)
+_SEED = flags.DEFINE_integer('seed', 0, 'Seed of client sampling and model initialisation.', lower_bound=0)
+_ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
+_EXPERIMENT_NAME = flags.DEFINE_string(
+    'experiment_name', None, 'Subdirectory of the run; defaults to <task>_<algorithm>_seed<seed>.'
+)
+_ROUNDS_PER_EVAL = flags.DEFINE_integer('rounds_per_eval', 10, 'Rounds between evaluations.', lower_bound=1)
+_USE_SYNTHETIC_DATA = flags.DEFINE_bool(
+    'use_synthetic_data', False, 'TFF baseline tasks: use TFF synthetic data (offline) instead of real data.'
+)
+_PROGRESS_BAR = flags.DEFINE_bool('progress_bar', True, 'Show a tqdm progress bar.')
+
+flags.register_validator(
+    'root_output_dir', lambda path: bool(path), message='--root_output_dir must be a non-empty path'
+)
+flags.register_validator(
+    'experiment_name',
+    lambda name: name is None or (name and os.sep not in name and name not in ('.', '..')),
+    message='--experiment_name must be a single non-empty path component',
+)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
+  tf.keras.utils.set_random_seed(_SEED.value)
+  execution_context.set_local_execution_context()
+  task = tasks.create_task(
+      _TASK.value,
+      client_epochs=_CLIENT_EPOCHS.value,
+      client_batch_size=_CLIENT_BATCH_SIZE.value,
+      seed=_SEED.value,
+      use_synthetic_data=_USE_SYNTHETIC_DATA.value,
+  )
+  process = algorithms.build_learning_process(
+      _ALGORITHM.value,
+      task.model_fn,
+      client_learning_rate=_CLIENT_LEARNING_RATE.value,
+      server_learning_rate=_SERVER_LEARNING_RATE.value,
+      rfa_num_passes=_RFA_NUM_PASSES.value,
+      rfa_smoothing=_RFA_SMOOTHING.value,
+  )
+  experiment_name = _EXPERIMENT_NAME.value or f'{_TASK.value}_{_ALGORITHM.value}_seed{_SEED.value}'
+  output_dir = os.path.join(_ROOT_OUTPUT_DIR.value, experiment_name)
+  summary = training_loop.run_training(
+      process,
+      task,
+      total_rounds=_TOTAL_ROUNDS.value,
+      clients_per_round=_CLIENTS_PER_ROUND.value,
+      rounds_per_eval=_ROUNDS_PER_EVAL.value,
+      seed=_SEED.value,
+      output_dir=output_dir,
+      show_progress=_PROGRESS_BAR.value,
+  )
+  headline = {k: v for k, v in summary.items() if k in ('eval/accuracy', 'eval/mse', 'eval/loss', 'rounds',
+                                                          'secure_average_calls')}
+  print(f'{_ALGORITHM.value} on {_TASK.value}: {headline}')
+  print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')
+  execution_context.stop_local_execution_context()
+
+
+if __name__ == '__main__':
+  app.run(main)

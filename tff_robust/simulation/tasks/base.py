@@ -1,0 +1,71 @@
+"""What a training task is: a model, federated training data and a held-out evaluation."""
+
+import collections
+import dataclasses
+from typing import Callable
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """A federated training task.
+
+  Attributes:
+    name: task name as given to the runner's `--task` flag.
+    model_fn: no-arg callable returning a fresh `tff.learning.models.VariableModel`.
+    train_data: per-client training data, already preprocessed (epochs, shuffling, batching).
+    evaluate: maps `tff.learning.models.ModelWeights` to a flat dict of held-out metrics; it contains
+      `loss` and either `accuracy` (classification) or `mse` (regression).
+  """
+
+  name: str
+  model_fn: Callable[[], tff.learning.models.VariableModel]
+  train_data: tff.simulation.datasets.ClientData
+  evaluate: Callable[[tff.learning.models.ModelWeights], dict[str, float]]
+
+
+class CentralizedEvaluator:
+  """Evaluates model weights on one held-out dataset with the task's own `VariableModel` metrics.
+
+  `metric_names` renames the model's metrics to the runner's names (e.g. 'sparse_categorical_accuracy'
+  -> 'accuracy'); metrics not named there keep their own name. Each call builds a fresh model: Keras
+  invalidates eagerly built models whenever a model is built inside a graph, as TFF does when it traces.
+  """
+
+  def __init__(self, model_fn, dataset: tf.data.Dataset, metric_names: dict[str, str]):
+    self._model_fn = model_fn
+    self._dataset = dataset
+    self._metric_names = metric_names
+    self._finalize = None
+
+  def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, float]:
+    model = self._model_fn()
+    model_weights.assign_weights_to(model)
+    for batch in self._dataset:
+      model.forward_pass(batch, training=False)
+    unfinalized = model.report_local_unfinalized_metrics()
+    if self._finalize is None:
+      self._finalize = self._build_finalize(model.metric_finalizers(), unfinalized)
+    finalized = self._finalize(tf.nest.map_structure(lambda t: t.numpy(), unfinalized))
+    return collections.OrderedDict(
+        (self._metric_names.get(name, name), float(value)) for name, value in finalized.items()
+    )
+
+  @staticmethod
+  def _build_finalize(finalizers, unfinalized):
+    # Keras metric finalizers create variables, which tf.function refuses on retracing; a TFF TensorFlow
+    # computation (graph mode, traced once) runs them the way TFF's own evaluation does.
+    unfinalized_type = tff.to_type(
+        tf.nest.map_structure(lambda t: tff.TensorType(t.dtype.as_numpy_dtype, t.shape), unfinalized)
+    )
+    return tff.tensorflow.computation(
+        lambda metrics: collections.OrderedDict((n, finalizers[n](metrics[n])) for n in finalizers),
+        unfinalized_type,
+    )
+
+
+def batch_client_dataset(dataset: tf.data.Dataset, *, epochs: int, batch_size: int, seed: int):
+  """Local-training pipeline: reshuffle each epoch, repeat `epochs` times, batch."""
+  return dataset.shuffle(1024, seed=seed, reshuffle_each_iteration=True).repeat(epochs).batch(batch_size)

@@ -1,0 +1,87 @@
+"""scikit-learn's handwritten digits (UCI optdigits, 1797 8x8 images) split non-IID over clients.
+
+Works offline: the data ships inside scikit-learn. A fixed `split_seed` holds out a stratified test set and
+gives each client a Dirichlet(`label_concentration`) mixture of the labels, so clients are heterogeneous.
+"""
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+from sklearn import datasets as sklearn_datasets
+from sklearn import model_selection
+
+from tff_robust.simulation.tasks import base
+
+NUM_CLASSES = 10
+NUM_FEATURES = 64
+_MIN_EXAMPLES_PER_CLIENT = 10
+
+
+def load_client_arrays(
+    *, num_clients: int = 30, label_concentration: float = 0.5, test_fraction: float = 0.2, split_seed: int = 0
+):
+  """Returns ({client_id: (x, y)}, (x_test, y_test)) with pixels scaled to [0, 1]."""
+  if num_clients < 1:
+    raise ValueError(f'num_clients must be >= 1, got {num_clients}')
+  digits = sklearn_datasets.load_digits()
+  x = (digits.data / 16.0).astype(np.float32)
+  y = digits.target.astype(np.int32)
+  x_train, x_test, y_train, y_test = model_selection.train_test_split(
+      x, y, test_size=test_fraction, stratify=y, random_state=split_seed
+  )
+  if len(y_train) < num_clients * _MIN_EXAMPLES_PER_CLIENT:
+    raise ValueError(
+        f'num_clients must be at most {len(y_train) // _MIN_EXAMPLES_PER_CLIENT} for the digits task '
+        f'({len(y_train)} training examples, >= {_MIN_EXAMPLES_PER_CLIENT} each), got {num_clients}'
+    )
+  rng = np.random.default_rng(split_seed)
+  while True:  # redraw until every client has enough examples (a few draws at most)
+    owner = np.empty(len(y_train), np.int64)
+    for label in range(NUM_CLASSES):
+      indices = rng.permutation(np.flatnonzero(y_train == label))
+      shares = rng.dirichlet(np.full(num_clients, label_concentration))
+      cuts = (np.cumsum(shares)[:-1] * len(indices)).astype(int)
+      for client, part in enumerate(np.split(indices, cuts)):
+        owner[part] = client
+    if np.bincount(owner, minlength=num_clients).min() >= _MIN_EXAMPLES_PER_CLIENT:
+      break
+  clients = {
+      f'client_{c:03d}': (x_train[owner == c], y_train[owner == c]) for c in range(num_clients)
+  }
+  return clients, (x_test, y_test)
+
+
+def create_keras_model() -> tf.keras.Model:
+  """A small MLP: 64 -> 32 (ReLU) -> 10 logits (2,410 parameters)."""
+  inputs = tf.keras.Input(shape=(NUM_FEATURES,))
+  hidden = tf.keras.layers.Dense(32, activation='relu')(inputs)
+  return tf.keras.Model(inputs, tf.keras.layers.Dense(NUM_CLASSES)(hidden))
+
+
+def _input_spec():
+  return collections.OrderedDict(
+      x=tf.TensorSpec([None, NUM_FEATURES], tf.float32), y=tf.TensorSpec([None], tf.int32)
+  )
+
+
+def model_fn() -> tff.learning.models.VariableModel:
+  return tff.learning.models.from_keras_model(
+      create_keras_model(),
+      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      input_spec=_input_spec(),
+      metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name='accuracy')],
+  )
+
+
+def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_clients: int = 30) -> base.Task:
+  clients, (x_test, y_test) = load_client_arrays(num_clients=num_clients)
+  raw = tff.simulation.datasets.TestClientData(
+      {cid: collections.OrderedDict(x=x, y=y) for cid, (x, y) in clients.items()}
+  )
+  train_data = raw.preprocess(
+      lambda ds: base.batch_client_dataset(ds, epochs=client_epochs, batch_size=client_batch_size, seed=seed)
+  )
+  test_dataset = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x_test, y=y_test)).batch(256)
+  return base.Task('digits', model_fn, train_data, base.CentralizedEvaluator(model_fn, test_dataset, {}))

@@ -8,9 +8,12 @@ Writes <root_output_dir>/<experiment_name>/{metrics.csv, tensorboard/, summary.j
 
 import os
 
-from absl import app
-from absl import flags
-import tensorflow as tf
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # before TensorFlow is imported
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags  # pylint: disable=g-import-not-at-top
+from absl import logging  # pylint: disable=g-import-not-at-top
+import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import execution_context
@@ -59,6 +62,7 @@ flags.register_validator(
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
+  logging.set_verbosity(logging.WARNING)
   tf.keras.utils.set_random_seed(_SEED.value)
   execution_context.set_local_execution_context()
   task = tasks.create_task(

@@ -6,15 +6,23 @@ import tensorflow as tf
 def global_l2_norm(structure) -> tf.Tensor:
   """Euclidean norm of all tensors of `structure` flattened and concatenated into one vector.
 
-  Computed as s * ||x / s|| with s = max|x_j|, so neither tiny (1e-30) nor huge (1e30) entries underflow or
-  overflow in the squares. Float64 inputs keep float64; everything else is computed in float32.
+  One pass sqrt(sum_j x_j^2) when that is finite and well above the underflow range; otherwise the
+  overflow- and underflow-safe s * ||x / s|| with s = max_j |x_j| (entries from 1e-30 to 1e30). Float64
+  inputs keep float64; everything else is computed in float32.
   """
   flat = tf.nest.flatten(structure)
   dtype = tf.float64 if any(t.dtype == tf.float64 for t in flat) else tf.float32
-  vector = tf.concat([tf.reshape(tf.cast(t, dtype), [-1]) for t in flat], axis=0)
-  scale = tf.reduce_max(tf.abs(vector))  # -inf for an empty structure, then treated as 0.
+  flat = [tf.cast(t, dtype) for t in flat]
+  direct = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(t)) for t in flat]))
+  well_scaled = tf.logical_and(tf.math.is_finite(direct), direct > tf.constant(1e-15, dtype))
+  return tf.cond(well_scaled, lambda: direct, lambda: _scaled_l2_norm(flat, dtype))
+
+
+def _scaled_l2_norm(flat, dtype):
+  scale = tf.reduce_max([tf.reduce_max(tf.abs(t)) if t.shape.num_elements() != 0 else tf.zeros([], dtype)
+                         for t in flat])
   safe_scale = tf.where(scale > 0, scale, tf.ones_like(scale))
-  return safe_scale * tf.norm(vector / safe_scale)
+  return safe_scale * tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(t / safe_scale)) for t in flat]))
 
 
 def all_finite(structure) -> tf.Tensor:
@@ -23,5 +31,7 @@ def all_finite(structure) -> tf.Tensor:
 
 
 def zeros_where(condition: tf.Tensor, structure):
-  """`structure` with every tensor replaced by zeros where the scalar `condition` is True."""
-  return tf.nest.map_structure(lambda t: tf.where(condition, tf.zeros_like(t), t), structure)
+  """`structure` if the scalar `condition` is False, else zeros of the same structure (no copy if False)."""
+  return tf.cond(
+      condition, lambda: tf.nest.map_structure(tf.zeros_like, structure), lambda: structure
+  )

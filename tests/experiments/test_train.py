@@ -1,0 +1,105 @@
+"""End-to-end runs of `python -m experiments.train` on every task, in subprocesses as a user runs it."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _train(tmp_path, *flags, timeout=600):
+  result = subprocess.run(
+      [sys.executable, '-m', 'experiments.train', f'--root_output_dir={tmp_path}', '--experiment_name=run',
+       '--noprogress_bar', *flags],
+      cwd=_REPO, capture_output=True, text=True, timeout=timeout,
+  )
+  return result
+
+
+def _outputs(tmp_path):
+  with open(tmp_path / 'run' / 'summary.json') as f:
+    summary = json.load(f)
+  with open(tmp_path / 'run' / 'metrics.csv') as f:
+    rows = list(csv.DictReader(f))
+  return summary, rows
+
+
+def test_rfa_on_digits_reaches_90_percent_with_default_settings(tmp_path):
+  result = _train(tmp_path, '--task=digits', '--algorithm=rfa')
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = _outputs(tmp_path)
+  assert summary['eval/accuracy'] >= 0.90
+  assert summary['rounds'] == 100 and len(rows) == 100
+  assert summary['secure_average_calls'] == 300  # 1 mean + 2 Weiszfeld steps per round
+  assert float(rows[-1]['aggregator/objective/1']) <= float(rows[-1]['aggregator/objective/0'])
+  assert [r['round'] for r in rows if r['eval/accuracy']] == [str(r) for r in range(10, 101, 10)]
+  assert os.listdir(tmp_path / 'run' / 'tensorboard')
+
+
+def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
+  result = _train(
+      tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=6', '--rounds_per_eval=1'
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = _outputs(tmp_path)
+  distances = [float(r['eval/distance_to_optimum']) for r in rows]
+  assert distances[-1] < 0.5 * distances[0]
+  assert {'eval/mse', 'eval/loss', 'rounds', 'secure_average_calls'} <= set(summary)
+  assert summary['secure_average_calls'] == 6
+
+
+@pytest.mark.parametrize('task', ['emnist_cnn', 'shakespeare_rnn'])
+def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
+  result = _train(
+      tmp_path, f'--task={task}', '--algorithm=rfa_one_step', '--use_synthetic_data', '--total_rounds=1',
+      '--clients_per_round=2', '--client_batch_size=4',
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, _ = _outputs(tmp_path)
+  assert summary['secure_average_calls'] == 1
+  assert 0.0 <= summary['eval/accuracy'] <= 1.0 and summary['eval/loss'] > 0
+
+
+@pytest.fixture
+def flag_values():
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from experiments import train  # pylint: disable=g-import-not-at-top,unused-import  (defines the flags)
+  yield flags.FLAGS
+  flags.FLAGS.unparse_flags()
+
+
+@pytest.mark.parametrize(
+    'flag, message',
+    [
+        ('--total_rounds=0', 'total_rounds'),
+        ('--clients_per_round=0', 'clients_per_round'),
+        ('--algorithm=fedsgd', 'algorithm'),
+        ('--task=mnist', 'task'),
+        ('--client_learning_rate=-1', 'client_learning_rate'),
+        ('--rfa_num_passes=0', 'rfa_num_passes'),
+        ('--rfa_smoothing=0', 'rfa_smoothing'),
+        ('--experiment_name=a/b', 'experiment_name'),
+        ('--root_output_dir=', 'root_output_dir'),
+    ],
+)
+def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  with pytest.raises(flags.Error, match=message):
+    flag_values(['train', flag])
+
+
+def test_bad_flag_stops_the_binary_before_any_output(tmp_path):
+  result = _train(tmp_path, '--total_rounds=0', timeout=120)
+  assert result.returncode != 0
+  assert 'total_rounds' in result.stderr
+  assert not (tmp_path / 'run').exists()
+
+
+def test_too_many_clients_per_round_is_a_clear_error(tmp_path):
+  result = _train(tmp_path, '--task=digits', '--clients_per_round=31', '--total_rounds=1', timeout=300)
+  assert result.returncode != 0
+  assert 'clients_per_round must be in [1, 30]' in result.stderr

@@ -1,0 +1,87 @@
+"""The TFF worker started by tff_robust never outlives the process that started it."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import tensorflow_federated as tff
+
+from tff_robust.simulation import execution_context
+
+
+def _process_exists(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  with open(f'/proc/{pid}/stat') as stat:  # a zombie has exited but is not reaped yet
+    return stat.read().split()[2] != 'Z'
+
+
+def _wait_until_gone(pid, timeout=20.0):
+  deadline = time.monotonic() + timeout
+  while _process_exists(pid) and time.monotonic() < deadline:
+    time.sleep(0.1)
+  return not _process_exists(pid)
+
+
+def test_context_runs_federated_computations(tff_worker):
+  @tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS))
+  def mean(values):
+    return tff.federated_mean(values)
+
+  assert tff_worker.is_running()
+  assert mean([1.0, 2.0, 6.0]) == 3.0
+
+
+def test_secure_sum_runs_in_simulation():
+  @tff.federated_computation(tff.FederatedType(np.int32, tff.CLIENTS))
+  def secure_total(values):
+    return tff.federated_secure_sum_bitwidth(values, 8)
+
+  assert secure_total([1, 2, 3]) == 6
+
+
+def test_a_stopped_worker_is_gone_and_a_new_one_starts():
+  worker = execution_context.LocalWorker()
+  pid = worker.pid
+  assert worker.is_running()
+  worker.stop()
+  worker.stop()  # idempotent
+  assert _wait_until_gone(pid)
+
+
+def _spawn(script):
+  return subprocess.Popen(
+      [sys.executable, '-c', script],
+      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+  )
+
+
+_START_AND_REPORT = textwrap.dedent('''
+    from tff_robust.simulation import execution_context
+    worker = execution_context.set_local_execution_context()
+    print(worker.pid, flush=True)
+''')
+
+
+def test_worker_is_stopped_when_the_program_exits_without_stopping_it():
+  child = _spawn(_START_AND_REPORT)
+  worker_pid = int(child.stdout.readline())
+  # The pipe closes only when every holder (the worker included) is gone: this is what hung CI.
+  child.communicate(timeout=60)
+  assert child.returncode == 0
+  assert _wait_until_gone(worker_pid)
+
+
+def test_worker_dies_with_a_killed_parent():
+  child = _spawn(_START_AND_REPORT + 'import time; time.sleep(600)\n')
+  worker_pid = int(child.stdout.readline())
+  assert _process_exists(worker_pid)
+  child.send_signal(signal.SIGKILL)  # no atexit handler runs
+  child.wait(timeout=30)
+  assert _wait_until_gone(worker_pid)

@@ -57,8 +57,8 @@ def round_time_ratio() -> dict:
   ids = task.train_data.client_ids
   cohort = [task.train_data.create_tf_dataset_for_client(ids[i % len(ids)]) for i in range(_CLIENTS_PER_ROUND.value)]
   processes = {
-      name: algorithms.build_learning_process(name, task.model_fn, client_learning_rate=0.01,
-                                              server_learning_rate=1.0)
+      name: algorithms.build_learning_process(name, task.model_fn,
+                                              algorithms.AlgorithmConfig(client_learning_rate=0.01))
       for name in ('fedavg', 'rfa')
   }
   initial = processes['fedavg'].initialize()

@@ -38,6 +38,19 @@ _RFA_NUM_PASSES = flags.DEFINE_integer(
     'rfa_num_passes', 3, 'Secure-average calls per RFA aggregation (1 mean + Weiszfeld steps).', lower_bound=1
 )
 _RFA_SMOOTHING = flags.DEFINE_float('rfa_smoothing', 1e-6, 'Weiszfeld smoothing nu > 0.', lower_bound=1e-30)
+_TRIM_FRACTION = flags.DEFINE_float(
+    'trim_fraction', 0.1, 'trimmed_mean: fraction dropped at each end, in [0, 0.5).', lower_bound=0.0,
+    upper_bound=0.4999999,
+)
+_NUM_BYZANTINE = flags.DEFINE_integer(
+    'num_byzantine', 1, 'multi_krum, bulyan: number f of Byzantine clients tolerated.', lower_bound=0
+)
+_NUM_SELECTED = flags.DEFINE_integer(
+    'num_selected', 0, 'multi_krum: updates averaged; 0 means clients_per_round - num_byzantine.', lower_bound=0
+)
+_CLIPPING_NORM = flags.DEFINE_float(
+    'clipping_norm', 1.0, 'norm_clipping: L2 bound of each client update.', lower_bound=1e-30
+)
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed of client sampling and model initialisation.', lower_bound=0)
 _ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
 _EXPERIMENT_NAME = flags.DEFINE_string(
@@ -72,13 +85,18 @@ def main(argv):
       seed=_SEED.value,
       use_synthetic_data=_USE_SYNTHETIC_DATA.value,
   )
-  process = algorithms.build_learning_process(
-      _ALGORITHM.value,
-      task.model_fn,
+  config = algorithms.AlgorithmConfig(
       client_learning_rate=_CLIENT_LEARNING_RATE.value,
       server_learning_rate=_SERVER_LEARNING_RATE.value,
       rfa_num_passes=_RFA_NUM_PASSES.value,
       rfa_smoothing=_RFA_SMOOTHING.value,
+      trim_fraction=_TRIM_FRACTION.value,
+      num_byzantine=_NUM_BYZANTINE.value,
+      num_selected=_NUM_SELECTED.value or None,
+      clipping_norm=_CLIPPING_NORM.value,
+  )
+  process = algorithms.build_learning_process(
+      _ALGORITHM.value, task.model_fn, config, clients_per_round=_CLIENTS_PER_ROUND.value
   )
   experiment_name = _EXPERIMENT_NAME.value or f'{_TASK.value}_{_ALGORITHM.value}_seed{_SEED.value}'
   output_dir = os.path.join(_ROOT_OUTPUT_DIR.value, experiment_name)

@@ -52,6 +52,16 @@ def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
   assert summary['secure_average_calls'] == 6
 
 
+@pytest.mark.parametrize('algorithm', ['coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping'])
+def test_robust_baselines_train_on_digits(tmp_path, algorithm):
+  result = _train(tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=15', '--rounds_per_eval=15')
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = _outputs(tmp_path)
+  assert summary['eval/accuracy'] > 0.3  # well above chance (0.1) after 15 rounds
+  if algorithm != 'norm_clipping':
+    assert all(r['aggregator/insufficient_clients'] == '0' for r in rows)
+
+
 @pytest.mark.parametrize('task', ['emnist_cnn', 'shakespeare_rnn'])
 def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
   result = _train(
@@ -84,6 +94,9 @@ def flag_values():
         ('--rfa_smoothing=0', 'rfa_smoothing'),
         ('--experiment_name=a/b', 'experiment_name'),
         ('--root_output_dir=', 'root_output_dir'),
+        ('--trim_fraction=0.5', 'trim_fraction'),
+        ('--num_byzantine=-1', 'num_byzantine'),
+        ('--clipping_norm=0', 'clipping_norm'),
     ],
 )
 def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
@@ -97,6 +110,12 @@ def test_bad_flag_stops_the_binary_before_any_output(tmp_path):
   assert result.returncode != 0
   assert 'total_rounds' in result.stderr
   assert not (tmp_path / 'run').exists()
+
+
+def test_cohort_too_small_for_bulyan_is_a_clear_error(tmp_path):
+  result = _train(tmp_path, '--task=digits', '--algorithm=bulyan', '--clients_per_round=5', timeout=300)
+  assert result.returncode != 0
+  assert 'bulyan cannot aggregate 5 clients per round: it needs at least 4 * num_byzantine + 3 = 7' in result.stderr
 
 
 def test_too_many_clients_per_round_is_a_clear_error(tmp_path):

@@ -16,6 +16,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import structure_math
+from tff_robust.aggregators import type_checks
 
 INITS = ('mean', 'zero')
 
@@ -88,8 +89,8 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     self._mean_factory = mean_factory
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-    _check_value_type(value_type)
-    _check_weight_type(weight_type)
+    type_checks.check_value_type(value_type)
+    type_checks.check_weight_type(weight_type)
     mean_process = self._mean_factory.create(value_type, weight_type)
     smoothing = self._smoothing
 
@@ -185,19 +186,3 @@ def _stack_at_server(scalars_at_server, dtype):
       lambda values: tf.stack(tf.nest.flatten(values)), zipped.type_signature.member
   )
   return tff.federated_map(stack, zipped)
-
-
-def _check_value_type(value_type):
-  if not isinstance(value_type, (tff.TensorType, tff.StructType)):
-    raise TypeError(f'value_type must be a tff.TensorType or tff.StructType, got {value_type!r}')
-  if not tff.types.is_structure_of_floats(value_type):
-    raise TypeError(f'every tensor of value_type must have a floating dtype, got {value_type}')
-
-
-def _check_weight_type(weight_type):
-  if not (
-      isinstance(weight_type, tff.TensorType)
-      and np.issubdtype(weight_type.dtype, np.floating)
-      and tuple(weight_type.shape) == ()
-  ):
-    raise TypeError(f'weight_type must be a floating scalar tff.TensorType, got {weight_type!r}')

@@ -1,32 +1,69 @@
 """Learning algorithms selectable by name (the runner's `--algorithm`)."""
 
+import dataclasses
+from typing import Optional
+
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import baselines
+from tff_robust.aggregators import gathering
 from tff_robust.processes import rfa
 
-ALGORITHM_NAMES = ('fedavg', 'rfa', 'rfa_one_step')
+ALGORITHM_NAMES = (
+    'fedavg', 'rfa', 'rfa_one_step',
+    'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmConfig:
+  """Hyperparameters of every algorithm; each algorithm reads the ones it uses."""
+
+  client_learning_rate: float = 0.1
+  server_learning_rate: float = 1.0
+  rfa_num_passes: int = 3
+  rfa_smoothing: float = 1e-6
+  trim_fraction: float = 0.1
+  num_byzantine: int = 1
+  num_selected: Optional[int] = None  # multi-Krum; None means m - num_byzantine
+  clipping_norm: float = 1.0
+
+
+def _model_aggregator(name: str, config: AlgorithmConfig):
+  if name == 'coordinate_median':
+    return baselines.coordinate_median_factory()
+  if name == 'trimmed_mean':
+    return baselines.trimmed_mean_factory(config.trim_fraction)
+  if name == 'multi_krum':
+    return baselines.multi_krum_factory(config.num_byzantine, config.num_selected)
+  if name == 'bulyan':
+    return baselines.bulyan_factory(config.num_byzantine)
+  if name == 'norm_clipping':
+    return baselines.norm_clipping_factory(config.clipping_norm)
+  return None
 
 
 def build_learning_process(
-    name: str,
-    model_fn,
-    *,
-    client_learning_rate: float,
-    server_learning_rate: float,
-    rfa_num_passes: int = 3,
-    rfa_smoothing: float = 1e-6,
+    name: str, model_fn, config: AlgorithmConfig, *, clients_per_round: Optional[int] = None
 ) -> tff.learning.templates.LearningProcess:
-  """Builds the learning process `name` with SGD on the clients and SGD on the server."""
-  client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=client_learning_rate)
-  server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=server_learning_rate)
-  if name == 'fedavg':
-    return tff.learning.algorithms.build_weighted_fed_avg(model_fn, client_optimizer, server_optimizer)
-  if name == 'rfa':
+  """Builds the learning process `name` with client and server SGD.
+
+  Raises:
+    ValueError: for an unknown name, or a cohort of `clients_per_round` too small for the algorithm.
+  """
+  if name not in ALGORITHM_NAMES:
+    raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
+  client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.client_learning_rate)
+  server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.server_learning_rate)
+  if name in ('rfa', 'rfa_one_step'):
     return rfa.build_rfa_process(
-        model_fn, client_optimizer, server_optimizer, num_passes=rfa_num_passes, smoothing=rfa_smoothing
+        model_fn, client_optimizer, server_optimizer,
+        num_passes=None if name == 'rfa_one_step' else config.rfa_num_passes,
+        smoothing=config.rfa_smoothing, one_step=name == 'rfa_one_step',
     )
-  if name == 'rfa_one_step':
-    return rfa.build_rfa_process(
-        model_fn, client_optimizer, server_optimizer, one_step=True, smoothing=rfa_smoothing
-    )
-  raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
+  aggregator = _model_aggregator(name, config)
+  if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
+    aggregator.check_clients_per_round(clients_per_round)
+  return tff.learning.algorithms.build_weighted_fed_avg(
+      model_fn, client_optimizer, server_optimizer, model_aggregator=aggregator
+  )

@@ -14,7 +14,8 @@ import tqdm
 from tff_robust.simulation import metrics_utils
 from tff_robust.simulation.tasks import base
 
-# Secure-average calls of one `build_weighted_fed_avg` round when the aggregator does not report its own.
+# Aggregators that report no `secure_average_calls` (the weighted mean, norm clipping, the gather-based
+# baselines) upload each update once per round: one call, the RFA paper's accounting (App. D.3).
 _WEIGHTED_MEAN_CALLS = 1
 
 
@@ -77,7 +78,7 @@ def run_training(
       evaluation = task.evaluate(process.get_model_weights(state))
       released.update((f'eval/{key}', value) for key, value in evaluation.items())
     _release(release_managers, released, round_num)
-    progress.set_postfix(loss=released.get('train/loss', float('nan')))
+    progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
   summary = collections.OrderedDict(
       (key, value) for key, value in released.items() if key.startswith(('eval/', 'train/'))
   )

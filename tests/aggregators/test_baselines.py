@@ -1,0 +1,138 @@
+"""Gather-based baselines against the NumPy references, edge cases, and their (non-)privacy."""
+
+import functools
+
+import numpy as np
+import pytest
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import baselines
+from tff_robust.aggregators import privacy
+from tff_robust.core import robust_statistics
+
+_VALUE_TYPE = tff.to_type([(np.float32, [2, 2]), (np.float32, [3])])
+_WEIGHT_TYPE = tff.TensorType(np.float32)
+_F = 1  # num_byzantine
+
+_FACTORIES = {
+    'coordinate_median': (baselines.coordinate_median_factory, robust_statistics.weighted_coordinate_median),
+    'trimmed_mean': (
+        lambda: baselines.trimmed_mean_factory(0.2),
+        lambda p, w: robust_statistics.coordinate_trimmed_mean(p, w, 0.2),
+    ),
+    'multi_krum': (
+        lambda: baselines.multi_krum_factory(_F),
+        lambda p, w: robust_statistics.multi_krum(p, w, _F, len(p) - _F),
+    ),
+    'multi_krum_3': (
+        lambda: baselines.multi_krum_factory(_F, num_selected=3),
+        lambda p, w: robust_statistics.multi_krum(p, w, _F, 3),
+    ),
+    'bulyan': (lambda: baselines.bulyan_factory(_F), lambda p, w: robust_statistics.bulyan(p, w, _F)),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _process(name):
+  return _FACTORIES[name][0]().create(_VALUE_TYPE, _WEIGHT_TYPE)
+
+
+def _aggregate(name, points, weights):
+  process = _process(name)
+  values = [[p[:4].reshape(2, 2), p[4:]] for p in np.asarray(points, np.float32)]
+  output = process.next(process.initialize(), values, [np.float32(w) for w in weights])
+  return np.concatenate([output.result[0].ravel(), output.result[1]]), output.measurements
+
+
+@pytest.mark.parametrize('name', sorted(_FACTORIES))
+@pytest.mark.parametrize('weighted', [False, True])
+def test_matches_numpy_reference(name, weighted):
+  rng = np.random.default_rng(7 + weighted)
+  points = rng.normal(size=(9, 7)).astype(np.float32)
+  points[7:] += 50.0  # two outliers
+  weights = rng.uniform(0.5, 3.0, 9).astype(np.float32) if weighted else np.ones(9, np.float32)
+  result, measurements = _aggregate(name, points, weights)
+  np.testing.assert_allclose(result, _FACTORIES[name][1](points, weights), rtol=1e-5, atol=1e-5)
+  assert measurements['num_clients_used'] == 9 and measurements['insufficient_clients'] == 0
+
+
+@pytest.mark.parametrize('name', sorted(_FACTORIES))
+def test_ties_follow_the_reference(name):
+  points = np.repeat(np.arange(3, dtype=np.float32)[:, None], 7, axis=1)
+  points = np.concatenate([points, points, points[:1]])  # every value appears at least twice
+  weights = np.ones(len(points), np.float32)
+  result, _ = _aggregate(name, points, weights)
+  np.testing.assert_allclose(result, _FACTORIES[name][1](points, weights), atol=1e-6)
+
+
+@pytest.mark.parametrize('name', sorted(_FACTORIES))
+def test_all_equal_updates_aggregate_to_that_update(name):
+  point = np.linspace(-1, 1, 7).astype(np.float32)
+  result, _ = _aggregate(name, np.tile(point, (8, 1)), np.linspace(1, 2, 8))
+  np.testing.assert_allclose(result, point, atol=1e-6)
+
+
+def test_outliers_do_not_move_the_robust_rules():
+  rng = np.random.default_rng(0)
+  points = rng.normal(size=(9, 7)).astype(np.float32) * 0.1
+  points[-1] = 1e6
+  for name in _FACTORIES:
+    result, _ = _aggregate(name, points, np.ones(9))
+    assert np.max(np.abs(result)) < 1.0, name
+
+
+def test_nonfinite_rows_are_dropped_and_counted():
+  rng = np.random.default_rng(1)
+  points = rng.normal(size=(9, 7)).astype(np.float32)
+  points[2, 3] = np.nan
+  weights = np.ones(9, np.float32)
+  result, measurements = _aggregate('coordinate_median', points, weights)
+  keep = np.arange(9) != 2
+  np.testing.assert_allclose(
+      result, robust_statistics.weighted_coordinate_median(points[keep], weights[keep]), atol=1e-6
+  )
+  assert measurements['num_nonfinite_clients'] == 1 and measurements['num_clients_used'] == 8
+
+
+def test_too_few_usable_clients_skip_the_round_instead_of_failing():
+  points = np.ones((6, 7), np.float32)  # Bulyan with f=1 needs 7
+  result, measurements = _aggregate('bulyan', points, np.ones(6))
+  np.testing.assert_array_equal(result, np.zeros(7))
+  assert measurements['insufficient_clients'] == 1
+
+
+@pytest.mark.parametrize(
+    'factory, clients, message',
+    [
+        (baselines.bulyan_factory(1), 6, 'bulyan cannot aggregate 6 clients per round: it needs at least'),
+        (baselines.multi_krum_factory(2), 6, 'multi_krum cannot aggregate 6'),
+        (baselines.trimmed_mean_factory(0.4), 6, 'trimmed_mean cannot aggregate 6'),
+        (baselines.coordinate_median_factory(), 0, 'coordinate_median cannot aggregate 0'),
+    ],
+)
+def test_too_few_clients_per_round_is_a_clear_error(factory, clients, message):
+  with pytest.raises(ValueError, match=message):
+    factory.check_clients_per_round(clients)
+  factory.check_clients_per_round(100)
+
+
+@pytest.mark.parametrize(
+    'build, message',
+    [
+        (lambda: baselines.trimmed_mean_factory(0.5), 'trim_fraction'),
+        (lambda: baselines.trimmed_mean_factory(-0.1), 'trim_fraction'),
+        (lambda: baselines.multi_krum_factory(-1), 'num_byzantine'),
+        (lambda: baselines.multi_krum_factory(1, num_selected=0), 'num_selected'),
+        (lambda: baselines.bulyan_factory(1.5), 'num_byzantine'),
+        (lambda: baselines.norm_clipping_factory(0.0), 'clipping_norm'),
+    ],
+)
+def test_bad_arguments_name_the_argument(build, message):
+  with pytest.raises(ValueError, match=message):
+    build()
+
+
+def test_gathering_is_flagged_and_clipping_is_secure_compatible():
+  assert 'federated_aggregate' in privacy.non_secure_intrinsics(_process('coordinate_median').next)
+  clipping = baselines.norm_clipping_factory(1.0).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  assert privacy.non_secure_intrinsics(clipping.next) == frozenset()

@@ -1,0 +1,71 @@
+"""Robust-aggregation baselines of the RFA paper's Fig. 3 and of other FL frameworks, as TFF factories.
+
+Coordinate-wise median and trimmed mean (Yin et al., 2018), multi-Krum (Blanchard et al., 2017), Bulyan
+(El Mhamdi et al., 2018): gather-based, NOT secure-aggregation compatible (see `gathering`). Norm clipping
+(Sun et al., 2019) is TFF's own `clipping_factory` around a weighted mean and is secure-compatible.
+"""
+
+import math
+from typing import Optional
+
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import gathering
+from tff_robust.aggregators import robust_rules
+
+
+def _check_count(name, value, minimum):
+  if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    raise ValueError(f'{name} must be an integer >= {minimum}, got {value!r}')
+
+
+def coordinate_median_factory() -> gathering.GatheringRobustFactory:
+  """Per-coordinate weighted median of the client updates."""
+  return gathering.GatheringRobustFactory(
+      'coordinate_median', robust_rules.coordinate_median, lambda m: m >= 1, 'at least 1 client'
+  )
+
+
+def trimmed_mean_factory(trim_fraction: float) -> gathering.GatheringRobustFactory:
+  """Per coordinate, weighted mean after dropping k = ceil(trim_fraction * m) values at each end."""
+  if not isinstance(trim_fraction, (int, float)) or not 0 <= trim_fraction < 0.5:
+    raise ValueError(f'trim_fraction must be a number in [0, 0.5), got {trim_fraction!r}')
+  return gathering.GatheringRobustFactory(
+      'trimmed_mean',
+      lambda points, weights: robust_rules.coordinate_trimmed_mean(points, weights, trim_fraction),
+      lambda m: 2 * robust_rules.trimmed_mean_count(m, trim_fraction) < m,
+      f'2 * ceil({trim_fraction} * m) < m clients',
+  )
+
+
+def multi_krum_factory(num_byzantine: int, num_selected: Optional[int] = None) -> gathering.GatheringRobustFactory:
+  """Weighted mean of the `num_selected` (default m - num_byzantine) updates of lowest Krum score."""
+  _check_count('num_byzantine', num_byzantine, 0)
+  if num_selected is not None:
+    _check_count('num_selected', num_selected, 1)
+  minimum = 2 * num_byzantine + 3 if num_selected is None else max(2 * num_byzantine + 3, num_selected)
+  return gathering.GatheringRobustFactory(
+      'multi_krum',
+      lambda points, weights: robust_rules.multi_krum(points, weights, num_byzantine, num_selected),
+      lambda m: m >= minimum,
+      f'at least {minimum} clients (2 * num_byzantine + 3, and num_selected)',
+  )
+
+
+def bulyan_factory(num_byzantine: int) -> gathering.GatheringRobustFactory:
+  """Bulyan: repeated-Krum selection, then a per-coordinate mean of the values closest to the median."""
+  _check_count('num_byzantine', num_byzantine, 0)
+  minimum = 4 * num_byzantine + 3
+  return gathering.GatheringRobustFactory(
+      'bulyan',
+      lambda points, weights: robust_rules.bulyan(points, weights, num_byzantine),
+      lambda m: m >= minimum,
+      f'at least 4 * num_byzantine + 3 = {minimum} clients',
+  )
+
+
+def norm_clipping_factory(clipping_norm: float) -> tff.aggregators.WeightedAggregationFactory:
+  """Scales each update by min(1, clipping_norm / ||update||), then takes the weighted mean (TFF's own)."""
+  if not isinstance(clipping_norm, (int, float)) or not math.isfinite(clipping_norm) or clipping_norm <= 0:
+    raise ValueError(f'clipping_norm must be a finite number > 0, got {clipping_norm!r}')
+  return tff.aggregators.clipping_factory(float(clipping_norm), tff.aggregators.MeanFactory())

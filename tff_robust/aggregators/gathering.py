@@ -1,0 +1,135 @@
+"""Aggregation factories that gather every client update: NOT secure-aggregation compatible.
+
+Coordinate-wise median, trimmed mean, multi-Krum and Bulyan need the individual updates, which secure
+aggregation exists to hide. `GatheringRobustFactory` gathers them to the server with
+`tff.federated_aggregate` (accumulate = append a row), so these are simulation baselines;
+`privacy.non_secure_intrinsics` flags them. Each update is flattened to one float32 vector; rows that are
+not finite or have weight <= 0 are dropped and counted; a round with fewer usable rows than the rule needs
+returns a zero update (a no-op server step) and reports `insufficient_clients = 1` instead of failing.
+"""
+
+import collections
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import type_checks
+
+
+class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
+  """Applies `rule(points [m, d], weights [m]) -> [d]` to the gathered, flattened client updates.
+
+  Measurements: `num_nonfinite_clients` (rows dropped as non-finite or with weight <= 0),
+  `num_clients_used`, `insufficient_clients` (1 when the round was skipped).
+  """
+
+  def __init__(self, name: str, rule: Callable, accepts_num_clients: Callable, requirement: str):
+    """Initializes the factory.
+
+    Args:
+      name: the rule's name, used in error messages.
+      rule: a TensorFlow function of (points, weights) accepting a dynamic number of rows.
+      accepts_num_clients: TensorFlow predicate of the number m of usable rows: can `rule` run on m rows?
+      requirement: the predicate in words, for error messages (e.g. 'm >= 2 * num_byzantine + 3').
+    """
+    self.name = name
+    self._rule = rule
+    self._accepts = accepts_num_clients
+    self._requirement = requirement
+
+  def check_clients_per_round(self, clients_per_round: int) -> None:
+    """Raises ValueError naming the rule and its requirement if `clients_per_round` clients cannot work."""
+    if not bool(self._accepts(tf.constant(clients_per_round, tf.int32))):
+      raise ValueError(
+          f'{self.name} cannot aggregate {clients_per_round} clients per round: it needs {self._requirement}'
+      )
+
+  def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    type_checks.check_value_type(value_type)
+    type_checks.check_weight_type(weight_type)
+    leaf_types = _leaf_types(value_type)
+    sizes = [int(np.prod(t.shape, dtype=np.int64)) for t in leaf_types]
+    dimension = sum(sizes)
+    gathered_type = (tff.TensorType(np.float32, [None, dimension]), tff.TensorType(np.float32, [None]))
+    row_type = (tff.TensorType(np.float32, [dimension]), tff.TensorType(np.float32))
+    rule, accepts = self._rule, self._accepts
+
+    @tff.tensorflow.computation(value_type, weight_type)
+    def flatten(value, weight):
+      vector = tf.concat([tf.reshape(tf.cast(t, tf.float32), [-1]) for t in tf.nest.flatten(value)], 0)
+      return vector, tf.cast(weight, tf.float32)
+
+    @tff.tensorflow.computation
+    def empty():
+      return (
+          tf.compat.v1.placeholder_with_default(tf.zeros([0, dimension]), [None, dimension]),
+          tf.compat.v1.placeholder_with_default(tf.zeros([0]), [None]),
+      )
+
+    @tff.tensorflow.computation(gathered_type, row_type)
+    def append(gathered, row):
+      return tf.concat([gathered[0], row[0][None]], 0), tf.concat([gathered[1], row[1][None]], 0)
+
+    @tff.tensorflow.computation(gathered_type, gathered_type)
+    def merge(first, second):
+      return tf.concat([first[0], second[0]], 0), tf.concat([first[1], second[1]], 0)
+
+    @tff.tensorflow.computation(gathered_type)
+    def report(gathered):
+      return gathered
+
+    @tff.tensorflow.computation(gathered_type)
+    def apply_rule(gathered):
+      rows, weights = gathered
+      usable = tf.reduce_all(tf.math.is_finite(rows), axis=1)
+      usable = tf.logical_and(usable, tf.logical_and(tf.math.is_finite(weights), weights > 0))
+      rows, weights = tf.boolean_mask(rows, usable), tf.boolean_mask(weights, usable)
+      enough = accepts(tf.shape(rows)[0])
+      vector = tf.cond(enough, lambda: rule(rows, weights), lambda: tf.zeros([dimension]))
+      vector = tf.where(tf.math.is_finite(vector), vector, tf.zeros_like(vector))
+      leaves = [
+          tf.cast(tf.reshape(piece, t.shape), t.dtype)
+          for piece, t in zip(tf.split(vector, sizes), leaf_types)
+      ]
+      measurements = collections.OrderedDict(
+          num_nonfinite_clients=tf.reduce_sum(tf.cast(tf.logical_not(usable), tf.int32)),
+          num_clients_used=tf.shape(rows)[0],
+          insufficient_clients=tf.cast(tf.logical_not(enough), tf.int32),
+      )
+      return _pack(value_type, iter(leaves)), measurements
+
+    @tff.federated_computation()
+    def init_fn():
+      return tff.federated_value((), tff.SERVER)
+
+    @tff.federated_computation(
+        init_fn.type_signature.result,
+        tff.FederatedType(value_type, tff.CLIENTS),
+        tff.FederatedType(weight_type, tff.CLIENTS),
+    )
+    def next_fn(state, value, weight):
+      gathered = tff.federated_aggregate(
+          tff.federated_map(flatten, (value, weight)), empty(), append, merge, report
+      )
+      output = tff.federated_map(apply_rule, gathered)
+      return tff.templates.MeasuredProcessOutput(state=state, result=output[0], measurements=output[1])
+
+    return tff.templates.AggregationProcess(init_fn, next_fn)
+
+
+def _leaf_types(value_type) -> list:
+  if isinstance(value_type, tff.TensorType):
+    return [value_type]
+  return [leaf for _, element in tff.structure.to_elements(value_type) for leaf in _leaf_types(element)]
+
+
+def _pack(value_type, leaves):
+  """Rebuilds `value_type`'s nesting (names kept) from an iterator over its leaf tensors, in order."""
+  if isinstance(value_type, tff.TensorType):
+    return next(leaves)
+  elements = tff.structure.to_elements(value_type)
+  if all(name is None for name, _ in elements):
+    return [_pack(element, leaves) for _, element in elements]
+  return collections.OrderedDict((name, _pack(element, leaves)) for name, element in elements)

@@ -1,0 +1,109 @@
+"""TensorFlow versions of the gather-based robust rules of `tff_robust.core.robust_statistics`.
+
+Each rule takes the gathered client points `points` [m, d] (float32) and weights [m] with a dynamic m and
+returns the aggregate [d]; `minimum_points(m)` says how many points the rule needs. The NumPy references
+define the semantics, ties included (stable sorts, lowest index first).
+"""
+
+import tensorflow as tf
+
+
+def _weighted_column_mean(values, weights):
+  total = tf.reduce_sum(weights, axis=0)
+  safe_total = tf.where(total > 0, total, tf.ones_like(total))
+  return tf.where(total > 0, tf.reduce_sum(values * weights, axis=0) / safe_total, tf.zeros_like(total))
+
+
+def coordinate_median(points, weights):
+  """Per-coordinate weighted median: midpoint of the lower and upper weighted medians."""
+  order = tf.argsort(points, axis=0, stable=True)
+  sorted_points = _take_along_columns(points, order)
+  sorted_weights = tf.gather(weights, order)
+  half = tf.reduce_sum(weights) / 2 * (1 - 1e-6)
+  below = tf.cumsum(sorted_weights, axis=0)
+  above = tf.cumsum(sorted_weights, axis=0, reverse=True)
+  lower = tf.argmax(tf.cast(below >= half, tf.int32), axis=0, output_type=tf.int32)
+  m = tf.shape(points, out_type=tf.int32)[0]
+  upper = m - 1 - tf.argmax(tf.cast(tf.reverse(above >= half, [0]), tf.int32), axis=0, output_type=tf.int32)
+  return (_pick_per_column(sorted_points, lower) + _pick_per_column(sorted_points, upper)) / 2
+
+
+def trimmed_mean_count(m, trim_fraction):
+  return tf.cast(tf.math.ceil(trim_fraction * tf.cast(m, tf.float64) - 1e-12), tf.int32)
+
+
+def coordinate_trimmed_mean(points, weights, trim_fraction):
+  """Per coordinate, the weighted mean after dropping the k = ceil(trim_fraction * m) extremes at each end."""
+  m = tf.shape(points, out_type=tf.int32)[0]
+  k = trimmed_mean_count(m, trim_fraction)
+  order = tf.argsort(points, axis=0, stable=True)[k:m - k]
+  return _weighted_column_mean(_take_along_columns(points, order), tf.gather(weights, order))
+
+
+def _pairwise_squared_distances(points):
+  points = tf.cast(points, tf.float64)
+  squared_norms = tf.reduce_sum(tf.square(points), axis=1)
+  gram = tf.matmul(points, points, transpose_b=True)
+  return tf.maximum(squared_norms[:, None] + squared_norms[None, :] - 2 * gram, 0.0)
+
+
+def _krum_scores(distances, active, num_byzantine):
+  """Krum scores among the `active` points (inactive ones score +inf)."""
+  m = tf.shape(distances)[0]
+  pair_active = tf.logical_and(active[:, None], active[None, :])
+  pair_active = tf.logical_and(pair_active, tf.logical_not(tf.eye(m, dtype=tf.bool)))
+  masked = tf.where(pair_active, distances, tf.constant(float('inf'), tf.float64))
+  neighbours = tf.reduce_sum(tf.cast(active, tf.int32)) - num_byzantine - 2
+  nearest = tf.sort(masked, axis=1)
+  use = tf.range(m)[None, :] < neighbours
+  scores = tf.reduce_sum(tf.where(use, nearest, tf.zeros_like(nearest)), axis=1)
+  return tf.where(active, scores, tf.constant(float('inf'), tf.float64))
+
+
+def multi_krum(points, weights, num_byzantine, num_selected=None):
+  """Weighted mean of the `num_selected` (default m - f) points of lowest Krum score."""
+  m = tf.shape(points, out_type=tf.int32)[0]
+  scores = _krum_scores(_pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
+  count = m - num_byzantine if num_selected is None else tf.minimum(num_selected, m)
+  selected = tf.math.top_k(-scores, k=count).indices  # top_k keeps the lower index first among ties
+  chosen_weights = tf.gather(weights, selected)
+  return _weighted_column_mean(tf.gather(points, selected), chosen_weights[:, None])
+
+
+def bulyan(points, weights, num_byzantine):
+  """Bulyan: repeated-Krum selection of m - 2f points, then per coordinate the weighted mean of the
+  m - 4f selected values closest to their median."""
+  m = tf.shape(points, out_type=tf.int32)[0]
+  distances = _pairwise_squared_distances(points)
+  theta = m - 2 * num_byzantine
+
+  def select_one(step, active, selected):
+    remaining = tf.reduce_sum(tf.cast(active, tf.int32))
+    scores = tf.cond(
+        remaining > num_byzantine + 2,
+        lambda: _krum_scores(distances, active, num_byzantine),
+        lambda: tf.where(active, tf.zeros([m], tf.float64), tf.constant(float('inf'), tf.float64)),
+    )
+    best = tf.argmin(scores, output_type=tf.int32)
+    return step + 1, tf.tensor_scatter_nd_update(active, [[best]], [False]), selected.write(step, best)
+
+  _, _, selected = tf.while_loop(
+      lambda step, *_: step < theta, select_one,
+      (tf.constant(0), tf.ones([m], tf.bool), tf.TensorArray(tf.int32, size=theta)),
+  )
+  selected = selected.stack()
+  chosen, chosen_weights = tf.gather(points, selected), tf.gather(weights, selected)
+  sorted_chosen = tf.sort(chosen, axis=0)
+  median = (sorted_chosen[(theta - 1) // 2] + sorted_chosen[theta // 2]) / 2
+  beta = theta - 2 * num_byzantine
+  closest = tf.argsort(tf.abs(chosen - median), axis=0, stable=True)[:beta]
+  return _weighted_column_mean(_take_along_columns(chosen, closest), tf.gather(chosen_weights, closest))
+
+
+def _take_along_columns(values, row_indices):
+  """values[row_indices[r, c], c] for every r, c (NumPy's take_along_axis on axis 0)."""
+  return tf.transpose(tf.gather(tf.transpose(values), tf.transpose(row_indices), batch_dims=1))
+
+
+def _pick_per_column(values, row_index):
+  return tf.gather(tf.transpose(values), row_index[:, None], batch_dims=1)[:, 0]

@@ -1,0 +1,22 @@
+"""Argument checks shared by the aggregation factories, with errors that name the argument."""
+
+import numpy as np
+import tensorflow_federated as tff
+
+
+def check_value_type(value_type) -> None:
+  """value_type must be an unplaced tensor or structure of tensors, all of floating dtype."""
+  if not isinstance(value_type, (tff.TensorType, tff.StructType)):
+    raise TypeError(f'value_type must be a tff.TensorType or tff.StructType, got {value_type!r}')
+  if not tff.types.is_structure_of_floats(value_type):
+    raise TypeError(f'every tensor of value_type must have a floating dtype, got {value_type}')
+
+
+def check_weight_type(weight_type) -> None:
+  """weight_type must be a floating scalar."""
+  if not (
+      isinstance(weight_type, tff.TensorType)
+      and np.issubdtype(weight_type.dtype, np.floating)
+      and tuple(weight_type.shape) == ()
+  ):
+    raise TypeError(f'weight_type must be a floating scalar tff.TensorType, got {weight_type!r}')

@@ -1,0 +1,103 @@
+"""NumPy references of the gather-based robust aggregation rules (RFA paper, Sec. 5 and App. D.2.3).
+
+Each rule maps client points w_1..w_m (rows of `points`) with weights alpha_i >= 0 to one point. They need
+every individual update, so their TFF factories are not secure-aggregation compatible; these references
+define what the factories must compute. Rows with weight 0 never influence the result.
+"""
+
+import math
+
+import numpy as np
+
+
+def weighted_coordinate_median(points: np.ndarray, weights: np.ndarray) -> np.ndarray:
+  """Per coordinate, the weighted median (Yin et al., 2018), the midpoint of the lower and upper medians.
+
+  The lower weighted median is the smallest value x with sum_{x_i <= x} alpha_i >= W/2, the upper the largest
+  x with sum_{x_i >= x} alpha_i >= W/2 (W = sum alpha_i); with equal weights this is the usual median.
+  """
+  points, weights = _checked(points, weights)
+  order = np.argsort(points, axis=0, kind='stable')
+  sorted_points = np.take_along_axis(points, order, axis=0)
+  sorted_weights = weights[order]
+  half = weights.sum() / 2
+  below = np.cumsum(sorted_weights, axis=0)
+  above = np.cumsum(sorted_weights[::-1], axis=0)[::-1]
+  lower_index = np.argmax(below >= half * (1 - 1e-6), axis=0)  # tolerance: float32 sums in TF
+  upper_index = len(points) - 1 - np.argmax((above >= half * (1 - 1e-6))[::-1], axis=0)
+  columns = np.arange(points.shape[1])
+  return (sorted_points[lower_index, columns] + sorted_points[upper_index, columns]) / 2
+
+
+def trimmed_mean_count(num_points: int, trim_fraction: float) -> int:
+  """k = ceil(trim_fraction * m) values dropped from each end; at least one value must remain (2k < m)."""
+  return math.ceil(trim_fraction * num_points - 1e-12)
+
+
+def coordinate_trimmed_mean(points: np.ndarray, weights: np.ndarray, trim_fraction: float) -> np.ndarray:
+  """Per coordinate, drop the k smallest and k largest values and take the weighted mean of the rest."""
+  points, weights = _checked(points, weights)
+  k = trimmed_mean_count(len(points), trim_fraction)
+  if 2 * k >= len(points):
+    raise ValueError(f'trimmed mean with trim_fraction={trim_fraction} needs more than {2 * k} points, got {len(points)}')
+  order = np.argsort(points, axis=0, kind='stable')[k:len(points) - k]
+  kept, kept_weights = np.take_along_axis(points, order, axis=0), weights[order]
+  total = kept_weights.sum(axis=0)
+  return np.where(total > 0, (kept * kept_weights).sum(axis=0) / np.where(total > 0, total, 1), 0.0)
+
+
+def krum_scores(points: np.ndarray, num_byzantine: int) -> np.ndarray:
+  """Krum score (Blanchard et al., 2017): sum of squared distances to the m - f - 2 nearest other points."""
+  points = np.asarray(points, np.float64)
+  squared = np.sum((points[:, None, :] - points[None, :, :]) ** 2, axis=-1)
+  np.fill_diagonal(squared, np.inf)
+  neighbours = len(points) - num_byzantine - 2
+  return np.sort(squared, axis=1)[:, :neighbours].sum(axis=1)
+
+
+def multi_krum(points: np.ndarray, weights: np.ndarray, num_byzantine: int, num_selected: int) -> np.ndarray:
+  """Weighted mean of the `num_selected` points with the lowest Krum scores (ties: lower index first)."""
+  points, weights = _checked(points, weights)
+  if len(points) < 2 * num_byzantine + 3:
+    raise ValueError(f'multi-Krum with num_byzantine={num_byzantine} needs at least {2 * num_byzantine + 3} points')
+  selected = np.argsort(krum_scores(points, num_byzantine), kind='stable')[:num_selected]
+  return _weighted_mean(points[selected], weights[selected])
+
+
+def bulyan(points: np.ndarray, weights: np.ndarray, num_byzantine: int) -> np.ndarray:
+  """Bulyan (El Mhamdi et al., 2018) with a weighted final average.
+
+  1. Select theta = m - 2f points by repeated Krum: each step removes the remaining point of lowest Krum score
+     computed among the remaining points.
+  2. Per coordinate, keep the beta = theta - 2f selected values closest to the selected values' median and
+     take their weighted mean.
+  """
+  points, weights = _checked(points, weights)
+  m, f = len(points), num_byzantine
+  if m < 4 * f + 3:
+    raise ValueError(f'Bulyan with num_byzantine={f} needs at least {4 * f + 3} points, got {m}')
+  remaining, selected = list(range(m)), []
+  for _ in range(m - 2 * f):
+    scores = krum_scores(points[remaining], f) if len(remaining) > f + 2 else np.zeros(len(remaining))
+    selected.append(remaining.pop(int(np.argmin(scores))))
+  chosen, chosen_weights = points[selected], weights[selected]
+  beta = len(selected) - 2 * f
+  median = np.median(chosen, axis=0)
+  closest = np.argsort(np.abs(chosen - median), axis=0, kind='stable')[:beta]
+  values, value_weights = np.take_along_axis(chosen, closest, axis=0), chosen_weights[closest]
+  total = value_weights.sum(axis=0)
+  return np.where(total > 0, (values * value_weights).sum(axis=0) / np.where(total > 0, total, 1), 0.0)
+
+
+def _weighted_mean(points, weights):
+  total = weights.sum()
+  return weights @ points / total if total > 0 else np.zeros(points.shape[1])
+
+
+def _checked(points, weights):
+  points, weights = np.asarray(points, np.float64), np.asarray(weights, np.float64)
+  if points.ndim != 2 or weights.shape != (len(points),):
+    raise ValueError(f'points must be [m, d] and weights [m], got {points.shape} and {weights.shape}')
+  if len(points) == 0:
+    raise ValueError('at least one point is needed')
+  return points, weights

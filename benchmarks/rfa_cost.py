@@ -55,7 +55,7 @@ def _interleaved_medians(calls: dict, repeats: int) -> dict:
 def round_time_ratio() -> dict:
   task = tasks.create_task(_TASK.value, client_epochs=1, client_batch_size=20, seed=0, use_synthetic_data=True)
   ids = task.train_data.client_ids
-  cohort = [task.train_data.create_tf_dataset_for_client(ids[i % len(ids)]) for i in range(_CLIENTS_PER_ROUND.value)]
+  cohort = [task.client_dataset(ids[i % len(ids)]) for i in range(_CLIENTS_PER_ROUND.value)]
   processes = {
       name: algorithms.build_learning_process(name, task.model_fn,
                                               algorithms.AlgorithmConfig(client_learning_rate=0.01))

@@ -16,6 +16,7 @@ from absl import logging  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from tff_robust.simulation import algorithms
+from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
 from tff_robust.simulation import tasks
 from tff_robust.simulation import training_loop
@@ -60,6 +61,14 @@ _ROUNDS_PER_EVAL = flags.DEFINE_integer('rounds_per_eval', 10, 'Rounds between e
 _USE_SYNTHETIC_DATA = flags.DEFINE_bool(
     'use_synthetic_data', False, 'TFF baseline tasks: use TFF synthetic data (offline) instead of real data.'
 )
+_CORRUPTION = flags.DEFINE_enum(
+    'corruption', 'none', corruption.CORRUPTIONS,
+    'Corrupted clients: none; data (the task\'s data poisoning); gaussian or omniscient update poisoning.',
+)
+_CORRUPTION_FRACTION = flags.DEFINE_float(
+    'corruption_fraction', 0.0, 'Share rho of the training examples held by corrupted clients, in [0, 1).',
+    lower_bound=0.0, upper_bound=0.9999999,
+)
 _PROGRESS_BAR = flags.DEFINE_bool('progress_bar', True, 'Show a tqdm progress bar.')
 
 flags.register_validator(
@@ -95,20 +104,32 @@ def main(argv):
       num_selected=_NUM_SELECTED.value or None,
       clipping_norm=_CLIPPING_NORM.value,
   )
+  update_attack = _CORRUPTION.value if _CORRUPTION.value in corruption.UPDATE_ATTACKS else None
   process = algorithms.build_learning_process(
-      _ALGORITHM.value, task.model_fn, config, clients_per_round=_CLIENTS_PER_ROUND.value
+      _ALGORITHM.value, task.model_fn, config, clients_per_round=_CLIENTS_PER_ROUND.value,
+      update_attack=update_attack, seed=_SEED.value,
+  )
+  corrupted = (
+      frozenset() if _CORRUPTION.value == 'none'
+      else corruption.select_corrupted_clients(task, _CORRUPTION_FRACTION.value, _SEED.value)
   )
   experiment_name = _EXPERIMENT_NAME.value or f'{_TASK.value}_{_ALGORITHM.value}_seed{_SEED.value}'
   output_dir = os.path.join(_ROOT_OUTPUT_DIR.value, experiment_name)
   summary = training_loop.run_training(
       process,
       task,
+      corruption.make_client_data_fn(task, _CORRUPTION.value, corrupted),
       total_rounds=_TOTAL_ROUNDS.value,
       clients_per_round=_CLIENTS_PER_ROUND.value,
       rounds_per_eval=_ROUNDS_PER_EVAL.value,
       seed=_SEED.value,
       output_dir=output_dir,
       show_progress=_PROGRESS_BAR.value,
+      summary_extras=dict(
+          algorithm=_ALGORITHM.value, task=_TASK.value, seed=_SEED.value, corruption=_CORRUPTION.value,
+          corruption_fraction=_CORRUPTION_FRACTION.value,
+          corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
+      ),
   )
   headline = {k: v for k, v in summary.items() if k in ('eval/accuracy', 'eval/mse', 'eval/loss', 'rounds',
                                                           'secure_average_calls')}

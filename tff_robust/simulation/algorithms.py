@@ -7,7 +7,8 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import baselines
 from tff_robust.aggregators import gathering
-from tff_robust.processes import rfa
+from tff_robust.aggregators import geometric_median
+from tff_robust.simulation import update_corruption_process
 
 ALGORITHM_NAMES = (
     'fedavg', 'rfa', 'rfa_one_step',
@@ -29,7 +30,14 @@ class AlgorithmConfig:
   clipping_norm: float = 1.0
 
 
-def _model_aggregator(name: str, config: AlgorithmConfig):
+def model_aggregator(name: str, config: AlgorithmConfig) -> tff.aggregators.WeightedAggregationFactory:
+  """The server aggregation of algorithm `name` (all of them are FedAvg with another aggregator)."""
+  if name == 'fedavg':
+    return tff.aggregators.MeanFactory()
+  if name == 'rfa':
+    return geometric_median.GeometricMedianFactory(config.rfa_num_passes, config.rfa_smoothing, init='mean')
+  if name == 'rfa_one_step':
+    return geometric_median.GeometricMedianFactory(1, config.rfa_smoothing, init='zero')
   if name == 'coordinate_median':
     return baselines.coordinate_median_factory()
   if name == 'trimmed_mean':
@@ -40,30 +48,37 @@ def _model_aggregator(name: str, config: AlgorithmConfig):
     return baselines.bulyan_factory(config.num_byzantine)
   if name == 'norm_clipping':
     return baselines.norm_clipping_factory(config.clipping_norm)
-  return None
+  raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
 
 
 def build_learning_process(
-    name: str, model_fn, config: AlgorithmConfig, *, clients_per_round: Optional[int] = None
+    name: str,
+    model_fn,
+    config: AlgorithmConfig,
+    *,
+    clients_per_round: Optional[int] = None,
+    update_attack: Optional[str] = None,
+    seed: int = 0,
 ) -> tff.learning.templates.LearningProcess:
-  """Builds the learning process `name` with client and server SGD.
+  """Builds algorithm `name` with client and server SGD.
+
+  `rfa` and `rfa_one_step` build exactly `tff_robust.processes.build_rfa_process`. With `update_attack`
+  ('gaussian' or 'omniscient') the process takes `(dataset, flag dataset)` per client and poisons the
+  flagged clients' updates before the aggregator (`update_corruption_process`).
 
   Raises:
     ValueError: for an unknown name, or a cohort of `clients_per_round` too small for the algorithm.
   """
-  if name not in ALGORITHM_NAMES:
-    raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
-  client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.client_learning_rate)
-  server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.server_learning_rate)
-  if name in ('rfa', 'rfa_one_step'):
-    return rfa.build_rfa_process(
-        model_fn, client_optimizer, server_optimizer,
-        num_passes=None if name == 'rfa_one_step' else config.rfa_num_passes,
-        smoothing=config.rfa_smoothing, one_step=name == 'rfa_one_step',
-    )
-  aggregator = _model_aggregator(name, config)
+  aggregator = model_aggregator(name, config)
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
     aggregator.check_clients_per_round(clients_per_round)
+  client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.client_learning_rate)
+  server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.server_learning_rate)
+  if update_attack is not None:
+    return update_corruption_process.build_update_corruption_process(
+        model_fn, client_optimizer, server_optimizer,
+        model_aggregator=aggregator, attack=update_attack, seed=seed,
+    )
   return tff.learning.algorithms.build_weighted_fed_avg(
       model_fn, client_optimizer, server_optimizer, model_aggregator=aggregator
   )

@@ -5,7 +5,7 @@ import collections
 import json
 import os
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import tensorflow_federated as tff
@@ -22,6 +22,7 @@ _WEIGHTED_MEAN_CALLS = 1
 def run_training(
     process: tff.learning.templates.LearningProcess,
     task: base.Task,
+    client_data_fn: Callable[[str], object],
     *,
     total_rounds: int,
     clients_per_round: int,
@@ -29,16 +30,17 @@ def run_training(
     seed: int,
     output_dir: str,
     show_progress: bool = True,
+    summary_extras: Optional[dict] = None,
 ) -> dict[str, float]:
   """Trains for `total_rounds` rounds and writes `metrics.csv`, TensorBoard logs and `summary.json`.
 
   Each round samples `clients_per_round` clients without replacement (RFA Alg. 1, line 2) with a NumPy
-  generator seeded by `seed`. Held-out metrics are computed every `rounds_per_eval` rounds and after the
+  generator seeded by `seed`, and feeds `client_data_fn(client_id)` of each to the process. Held-out metrics are computed every `rounds_per_eval` rounds and after the
   last round. Metrics go through `tff.program` release managers keyed by round number.
 
   Returns:
     The summary written to `summary.json`: final `eval/*` metrics, last `train/*` metrics, `rounds`,
-    `secure_average_calls` (over the whole run) and `seconds_per_round`.
+    `secure_average_calls` (over the whole run), `seconds_per_round`, and `summary_extras`.
   """
   client_ids = list(task.train_data.client_ids)
   if not 1 <= clients_per_round <= len(client_ids):
@@ -61,9 +63,9 @@ def run_training(
   progress = tqdm.trange(1, total_rounds + 1, desc=task.name, unit='round', disable=not show_progress)
   for round_num in progress:
     cohort = rng.choice(client_ids, size=clients_per_round, replace=False)
-    datasets = [task.train_data.create_tf_dataset_for_client(cid) for cid in cohort]
+    client_data = [client_data_fn(cid) for cid in cohort]
     start = time.perf_counter()
-    output = process.next(state, datasets)
+    output = process.next(state, client_data)
     round_seconds.append(time.perf_counter() - start)
     state = output.state
     round_metrics = metrics_utils.flatten_metrics(output.metrics)
@@ -87,6 +89,7 @@ def run_training(
       secure_average_calls=secure_average_calls,
       seconds_per_round=float(np.mean(round_seconds)) if round_seconds else 0.0,
   )
+  summary.update(summary_extras or {})
   with open(os.path.join(output_dir, 'summary.json'), 'w') as f:
     json.dump(summary, f, indent=2)
   return summary

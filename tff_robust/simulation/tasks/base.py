@@ -8,6 +8,9 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 
+Transform = Callable[[tf.data.Dataset], tf.data.Dataset]
+
+
 @dataclasses.dataclass(frozen=True)
 class Task:
   """A federated training task.
@@ -15,15 +18,24 @@ class Task:
   Attributes:
     name: task name as given to the runner's `--task` flag.
     model_fn: no-arg callable returning a fresh `tff.learning.models.VariableModel`.
-    train_data: per-client training data, already preprocessed (epochs, shuffling, batching).
-    evaluate: maps `tff.learning.models.ModelWeights` to a flat dict of held-out metrics; it contains
-      `loss` and either `accuracy` (classification) or `mse` (regression).
+    train_data: per-client raw training data (unbatched elements).
+    preprocess_train: local-training pipeline applied to a client's raw data (epochs, shuffling, batching).
+    corrupt_train: the task's data poisoning (RFA paper, Sec. 5.1) applied to a corrupted client's raw data.
+    evaluate: maps `tff.learning.models.ModelWeights` to a flat dict of held-out metrics on clean data; it
+      contains `loss` and either `accuracy` (classification) or `mse` (regression).
   """
 
   name: str
   model_fn: Callable[[], tff.learning.models.VariableModel]
   train_data: tff.simulation.datasets.ClientData
+  preprocess_train: Transform
+  corrupt_train: Transform
   evaluate: Callable[[tff.learning.models.ModelWeights], dict[str, float]]
+
+  def client_dataset(self, client_id: str, corrupted: bool = False) -> tf.data.Dataset:
+    """The dataset client `client_id` trains on, poisoned if `corrupted`."""
+    raw = self.train_data.create_tf_dataset_for_client(client_id)
+    return self.preprocess_train(self.corrupt_train(raw) if corrupted else raw)
 
 
 class CentralizedEvaluator:
@@ -66,6 +78,8 @@ class CentralizedEvaluator:
     )
 
 
-def batch_client_dataset(dataset: tf.data.Dataset, *, epochs: int, batch_size: int, seed: int):
+def batching(*, epochs: int, batch_size: int, seed: int) -> Transform:
   """Local-training pipeline: reshuffle each epoch, repeat `epochs` times, batch."""
-  return dataset.shuffle(1024, seed=seed, reshuffle_each_iteration=True).repeat(epochs).batch(batch_size)
+  return lambda dataset: (
+      dataset.shuffle(1024, seed=seed, reshuffle_each_iteration=True).repeat(epochs).batch(batch_size)
+  )

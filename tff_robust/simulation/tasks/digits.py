@@ -12,6 +12,7 @@ import tensorflow_federated as tff
 from sklearn import datasets as sklearn_datasets
 from sklearn import model_selection
 
+from tff_robust.simulation import data_corruption
 from tff_robust.simulation.tasks import base
 
 NUM_CLASSES = 10
@@ -77,11 +78,13 @@ def model_fn() -> tff.learning.models.VariableModel:
 
 def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_clients: int = 30) -> base.Task:
   clients, (x_test, y_test) = load_client_arrays(num_clients=num_clients)
-  raw = tff.simulation.datasets.TestClientData(
+  train_data = tff.simulation.datasets.TestClientData(
       {cid: collections.OrderedDict(x=x, y=y) for cid, (x, y) in clients.items()}
   )
-  train_data = raw.preprocess(
-      lambda ds: base.batch_client_dataset(ds, epochs=client_epochs, batch_size=client_batch_size, seed=seed)
-  )
   test_dataset = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x_test, y=y_test)).batch(256)
-  return base.Task('digits', model_fn, train_data, base.CentralizedEvaluator(model_fn, test_dataset, {}))
+  return base.Task(
+      'digits', model_fn, train_data,
+      preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),
+      corrupt_train=data_corruption.negate_images('x'),
+      evaluate=base.CentralizedEvaluator(model_fn, test_dataset, {}),
+  )

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.simulation import data_corruption
 from tff_robust.simulation.tasks import base
 
 DIMENSION = 10
@@ -66,11 +67,13 @@ class _EvaluatorWithOptimum(base.CentralizedEvaluator):
 
 def create_task(*, client_epochs: int, client_batch_size: int, seed: int) -> base.Task:
   clients, (x_test, y_test), optimum = make_client_arrays()
-  raw = tff.simulation.datasets.TestClientData(
+  train_data = tff.simulation.datasets.TestClientData(
       {cid: collections.OrderedDict(x=x, y=y) for cid, (x, y) in clients.items()}
   )
-  train_data = raw.preprocess(
-      lambda ds: base.batch_client_dataset(ds, epochs=client_epochs, batch_size=client_batch_size, seed=seed)
-  )
   test_dataset = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x_test, y=y_test)).batch(256)
-  return base.Task('synthetic_regression', model_fn, train_data, _EvaluatorWithOptimum(test_dataset, optimum))
+  return base.Task(
+      'synthetic_regression', model_fn, train_data,
+      preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),
+      corrupt_train=data_corruption.negate_targets('y'),
+      evaluate=_EvaluatorWithOptimum(test_dataset, optimum),
+  )

@@ -6,10 +6,13 @@ synthetic stand-in of the same shapes, which works offline.
 
 import tensorflow_federated as tff
 
+from tff_robust.simulation import data_corruption
 from tff_robust.simulation.tasks import base
 
 
-def _from_baseline(name, build_baseline, accuracy_metric, *, client_epochs, client_batch_size, use_synthetic_data):
+def _from_baseline(
+    name, build_baseline, accuracy_metric, corrupt_train, *, client_epochs, client_batch_size, use_synthetic_data
+):
   spec = tff.simulation.baselines.ClientSpec(num_epochs=client_epochs, batch_size=client_batch_size)
   try:
     baseline = build_baseline(spec, use_synthetic_data=use_synthetic_data)
@@ -19,11 +22,13 @@ def _from_baseline(name, build_baseline, accuracy_metric, *, client_epochs, clie
         'access or a local TFF dataset cache, pass --use_synthetic_data.'
     ) from error
   datasets = baseline.datasets
-  train_data = datasets.train_data.preprocess(datasets.train_preprocess_fn)
   evaluator = base.CentralizedEvaluator(
       baseline.model_fn, datasets.get_centralized_test_data(), {accuracy_metric: 'accuracy'}
   )
-  return base.Task(name, baseline.model_fn, train_data, evaluator)
+  return base.Task(
+      name, baseline.model_fn, datasets.train_data,
+      preprocess_train=datasets.train_preprocess_fn, corrupt_train=corrupt_train, evaluate=evaluator,
+  )
 
 
 def create_emnist_cnn_task(*, client_epochs, client_batch_size, use_synthetic_data) -> base.Task:
@@ -34,6 +39,7 @@ def create_emnist_cnn_task(*, client_epochs, client_batch_size, use_synthetic_da
           spec, model_id='cnn_dropout', only_digits=False, **kw
       ),
       'sparse_categorical_accuracy',
+      data_corruption.negate_images('pixels'),
       client_epochs=client_epochs, client_batch_size=client_batch_size, use_synthetic_data=use_synthetic_data,
   )
 
@@ -44,5 +50,6 @@ def create_shakespeare_rnn_task(*, client_epochs, client_batch_size, use_synthet
       'shakespeare_rnn',
       tff.simulation.baselines.shakespeare.create_character_prediction_task,
       'accuracy_without_out_of_vocab_or_end_of_sentence',
+      data_corruption.reverse_text('snippets'),
       client_epochs=client_epochs, client_batch_size=client_batch_size, use_synthetic_data=use_synthetic_data,
   )

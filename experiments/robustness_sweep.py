@@ -1,0 +1,191 @@
+r"""Robustness sweep of the RFA paper's Sec. 5 / Fig. 2-3: accuracy versus corruption level per aggregator.
+
+  python -m experiments.robustness_sweep            # digits, defaults below
+  python -m experiments.robustness_sweep --algorithms=fedavg,rfa --corruptions=omniscient --seeds=0,1,2
+
+Runs algorithm x corruption x rho x seed (rho = 0 once per algorithm and seed, shared by every corruption)
+and writes to <root_output_dir>/<experiment_name>/:
+  results.csv   one row per run: final held-out metrics, calls per round, the realised corrupted share;
+  results.md    mean [min, max] over seeds of the final accuracy, algorithm x rho, one table per corruption;
+  accuracy_vs_corruption.png   one panel per corruption, one line per aggregator, min-max band over seeds.
+Trimmed mean and multi-Krum are given the true rho (the paper: they need it): trim_fraction = rho,
+num_byzantine = ceil(rho * clients_per_round), each capped to what the cohort allows.
+"""
+
+import collections
+import csv
+import math
+import os
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags  # pylint: disable=g-import-not-at-top
+from absl import logging  # pylint: disable=g-import-not-at-top
+import matplotlib  # pylint: disable=g-import-not-at-top
+import numpy as np  # pylint: disable=g-import-not-at-top
+import tensorflow as tf  # pylint: disable=g-import-not-at-top
+import tqdm  # pylint: disable=g-import-not-at-top
+
+from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
+
+matplotlib.use('Agg')
+from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+
+_ALGORITHMS = flags.DEFINE_list(
+    'algorithms', ['fedavg', 'rfa', 'rfa_one_step', 'coordinate_median', 'trimmed_mean', 'multi_krum',
+                   'norm_clipping'], 'Algorithms to compare.')
+_CORRUPTIONS = flags.DEFINE_list('corruptions', ['data', 'omniscient'], 'Corruptions (data, gaussian, omniscient).')
+_DATA_FRACTIONS = flags.DEFINE_list('data_fractions', ['0', '0.01', '0.1', '0.25'], 'rho for data corruption.')
+_UPDATE_FRACTIONS = flags.DEFINE_list(
+    'update_fractions', ['0', '0.01', '0.1', '0.25', '0.4'], 'rho for gaussian and omniscient corruption.'
+)
+_SEEDS = flags.DEFINE_list('seeds', ['0', '1'], 'Seeds (client sampling and the corrupted set).')
+_TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Task.')
+_TOTAL_ROUNDS = flags.DEFINE_integer('total_rounds', 30, 'Rounds per run.', lower_bound=1)
+_CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 10, 'Cohort size.', lower_bound=1)
+_CLIENT_EPOCHS = flags.DEFINE_integer('client_epochs_per_round', 5, 'Local epochs (the paper: 5).', lower_bound=1)
+_CLIENT_BATCH_SIZE = flags.DEFINE_integer('client_batch_size', 16, 'Local batch size.', lower_bound=1)
+_CLIENT_LEARNING_RATE = flags.DEFINE_float('client_learning_rate', 0.1, 'Client SGD rate.', lower_bound=0.0)
+_CLIPPING_NORM = flags.DEFINE_float('clipping_norm', 1.0, 'norm_clipping bound.', lower_bound=1e-30)
+_USE_SYNTHETIC_DATA = flags.DEFINE_bool('use_synthetic_data', False, 'TFF baseline tasks: synthetic data.')
+_ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
+_EXPERIMENT_NAME = flags.DEFINE_string('experiment_name', 'robustness_sweep', 'Subdirectory of the sweep.')
+
+_FIELDS = ('algorithm', 'corruption', 'fraction', 'seed', 'accuracy', 'loss', 'calls_per_round',
+           'corruption_weight_share')
+
+
+def _parsed(values, kind, flag):
+  try:
+    return [kind(v) for v in values]
+  except ValueError as error:
+    raise app.UsageError(f'--{flag}: {error}') from error
+
+
+def _config(algorithm: str, fraction: float) -> algorithms.AlgorithmConfig:
+  m = _CLIENTS_PER_ROUND.value
+  return algorithms.AlgorithmConfig(
+      client_learning_rate=_CLIENT_LEARNING_RATE.value,
+      trim_fraction=min(fraction, 0.45) if algorithm == 'trimmed_mean' else 0.1,
+      num_byzantine=min(math.ceil(fraction * m), (m - 3) // 2) if algorithm == 'multi_krum' else 1,
+      clipping_norm=_CLIPPING_NORM.value,
+  )
+
+
+def _runs(algorithm_names, corruptions, data_fractions, update_fractions, seeds):
+  """(algorithm, corruption, fraction, seed); rho = 0 appears once, as corruption 'none'."""
+  for algorithm in algorithm_names:
+    for seed in seeds:
+      yield algorithm, 'none', 0.0, seed
+      for kind in corruptions:
+        for fraction in (data_fractions if kind == 'data' else update_fractions):
+          if fraction > 0:
+            yield algorithm, kind, fraction, seed
+
+
+def write_table(rows, path):
+  """results.md: per corruption, mean [min, max] of the final accuracy over seeds, algorithm x rho."""
+  lines = ['# Robustness sweep: final test accuracy, mean [min, max] over seeds', '']
+  calls = {r['algorithm']: r['calls_per_round'] for r in rows}
+  for kind in sorted({r['corruption'] for r in rows} - {'none'}):
+    fractions = sorted({0.0} | {r['fraction'] for r in rows if r['corruption'] == kind})
+    lines += [f'## {kind} corruption', '',
+              '| algorithm | calls/round | ' + ' | '.join(f'rho={f:g}' for f in fractions) + ' |',
+              '|---|---|' + '---|' * len(fractions)]
+    for algorithm in dict.fromkeys(r['algorithm'] for r in rows):
+      cells = []
+      for fraction in fractions:
+        accs = [r['accuracy'] for r in rows if r['algorithm'] == algorithm and r['fraction'] == fraction
+                and r['corruption'] in (('none',) if fraction == 0 else (kind,))]
+        cells.append(f'{np.mean(accs):.3f} [{min(accs):.3f}, {max(accs):.3f}]' if accs else '-')
+      lines.append(f'| {algorithm} | {calls[algorithm]:g} | ' + ' | '.join(cells) + ' |')
+    lines.append('')
+  with open(path, 'w') as f:
+    f.write('\n'.join(lines))
+
+
+def plot(rows, path):
+  """Accuracy vs rho, one panel per corruption, mean line and min-max band over seeds per algorithm."""
+  kinds = sorted({r['corruption'] for r in rows} - {'none'})
+  figure, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4.2), squeeze=False)
+  for axis, kind in zip(axes[0], kinds):
+    for algorithm in dict.fromkeys(r['algorithm'] for r in rows):
+      by_fraction = collections.defaultdict(list)
+      for r in rows:
+        if r['algorithm'] == algorithm and (r['corruption'] == kind or r['fraction'] == 0):
+          by_fraction[r['fraction']].append(r['accuracy'])
+      fractions = sorted(by_fraction)
+      accs = [by_fraction[f] for f in fractions]
+      line, = axis.plot(fractions, [np.mean(a) for a in accs], marker='o', label=algorithm)
+      axis.fill_between(fractions, [min(a) for a in accs], [max(a) for a in accs], color=line.get_color(),
+                        alpha=0.2)
+    axis.set(title=f'{kind} corruption', xlabel='corruption level rho (share of data weight)',
+             ylabel='test accuracy', ylim=(0, 1))
+    axis.grid(alpha=0.3)
+  axes[0][-1].legend(fontsize=8, loc='lower left')
+  figure.tight_layout()
+  figure.savefig(path, dpi=120)
+  plt.close(figure)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
+  unknown = set(_ALGORITHMS.value) - set(algorithms.ALGORITHM_NAMES)
+  if unknown:
+    raise app.UsageError(f'--algorithms: unknown {sorted(unknown)}; allowed {algorithms.ALGORITHM_NAMES}')
+  unknown = set(_CORRUPTIONS.value) - set(corruption.CORRUPTIONS[1:])
+  if unknown:
+    raise app.UsageError(f'--corruptions: unknown {sorted(unknown)}; allowed {corruption.CORRUPTIONS[1:]}')
+  data_fractions = _parsed(_DATA_FRACTIONS.value, float, 'data_fractions')
+  update_fractions = _parsed(_UPDATE_FRACTIONS.value, float, 'update_fractions')
+  if any(not 0 <= f < 1 for f in data_fractions + update_fractions):
+    raise app.UsageError('--data_fractions and --update_fractions must lie in [0, 1)')
+  seeds = _parsed(_SEEDS.value, int, 'seeds')
+  logging.set_verbosity(logging.WARNING)
+  tf.keras.utils.set_random_seed(0)
+  execution_context.set_local_execution_context()
+  task = tasks.create_task(_TASK.value, client_epochs=_CLIENT_EPOCHS.value, client_batch_size=_CLIENT_BATCH_SIZE.value,
+                           seed=0, use_synthetic_data=_USE_SYNTHETIC_DATA.value)
+  output_dir = os.path.join(_ROOT_OUTPUT_DIR.value, _EXPERIMENT_NAME.value)
+  os.makedirs(output_dir, exist_ok=True)
+  processes = {}
+  rows = []
+  runs = list(_runs(_ALGORITHMS.value, _CORRUPTIONS.value, data_fractions, update_fractions, seeds))
+  for algorithm, kind, fraction, seed in tqdm.tqdm(runs, desc='sweep', unit='run'):
+    attack = kind if kind in corruption.UPDATE_ATTACKS else None
+    config = _config(algorithm, fraction)
+    if (algorithm, config, attack) not in processes:
+      processes[(algorithm, config, attack)] = algorithms.build_learning_process(
+          algorithm, task.model_fn, config, clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack
+      )
+    corrupted = corruption.select_corrupted_clients(task, fraction, seed)
+    summary = training_loop.run_training(
+        processes[(algorithm, config, attack)], task, corruption.make_client_data_fn(task, kind, corrupted),
+        total_rounds=_TOTAL_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
+        rounds_per_eval=_TOTAL_ROUNDS.value, seed=seed, show_progress=False,
+        output_dir=os.path.join(output_dir, 'runs', f'{algorithm}_{kind}_{fraction:g}_seed{seed}'),
+    )
+    rows.append(dict(
+        algorithm=algorithm, corruption=kind, fraction=fraction, seed=seed,
+        accuracy=summary['eval/accuracy'], loss=summary['eval/loss'],
+        calls_per_round=summary['secure_average_calls'] / summary['rounds'],
+        corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
+    ))
+  with open(os.path.join(output_dir, 'results.csv'), 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=_FIELDS)
+    writer.writeheader()
+    writer.writerows(rows)
+  write_table(rows, os.path.join(output_dir, 'results.md'))
+  plot(rows, os.path.join(output_dir, 'accuracy_vs_corruption.png'))
+  print(f'wrote {output_dir}/results.csv, results.md, accuracy_vs_corruption.png')
+  execution_context.stop_local_execution_context()
+
+
+if __name__ == '__main__':
+  app.run(main)

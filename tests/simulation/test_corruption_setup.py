@@ -1,0 +1,61 @@
+"""Data poisoning transforms, the runner's corrupted-client set-up, and the attack process's invariant."""
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_robust.simulation import corruption
+from tff_robust.simulation import data_corruption
+from tff_robust.simulation import update_corruption_process
+from tff_robust.simulation.tasks import digits
+
+
+def _elements(dataset):
+  return list(dataset.as_numpy_iterator())
+
+
+def test_transforms():
+  images = tf.data.Dataset.from_tensor_slices({'x': np.array([[0.0, 0.25, 1.0]], np.float32), 'y': [3]})
+  (element,) = _elements(data_corruption.negate_images('x')(images))
+  np.testing.assert_allclose(element['x'], [1.0, 0.75, 0.0])
+  assert element['y'] == 3
+  text = tf.data.Dataset.from_tensor_slices({'snippets': ['median', 'été']})
+  assert [e['snippets'].decode() for e in _elements(data_corruption.reverse_text('snippets')(text))] == [
+      'naidem', 'été'[::-1]
+  ]
+  targets = tf.data.Dataset.from_tensor_slices({'y': [[1.5], [-2.0]]})
+  assert [float(e['y'][0]) for e in _elements(data_corruption.negate_targets('y')(targets))] == [-1.5, 2.0]
+
+
+def test_digits_clients_share_of_examples_reaches_rho_within_one_client():
+  task = digits.create_task(client_epochs=1, client_batch_size=8, seed=0)
+  counts = dict(zip(task.train_data.client_ids, corruption.client_example_counts(task)))
+  chosen = corruption.select_corrupted_clients(task, 0.25, seed=1)
+  share = corruption.corrupted_weight_share(task, chosen)
+  assert share >= 0.25 and share - max(counts[c] for c in chosen) / sum(counts.values()) < 0.25
+  poisoned = corruption.make_client_data_fn(task, 'data', chosen)
+  client = sorted(chosen)[0]
+  clean_x = np.concatenate([b['x'] for b in _elements(task.client_dataset(client))])
+  poisoned_x = np.concatenate([b['x'] for b in _elements(poisoned(client))])
+  np.testing.assert_allclose(poisoned_x, 1.0 - clean_x)  # same shuffle seed, so the same order
+
+
+def test_attack_process_without_corrupted_clients_equals_fedavg():
+  task = digits.create_task(client_epochs=1, client_batch_size=16, seed=0)
+  sgd = lambda lr: tff.learning.optimizers.build_sgdm(learning_rate=lr)
+  fedavg = tff.learning.algorithms.build_weighted_fed_avg(digits.model_fn, sgd(0.1), sgd(1.0))
+  attacked = update_corruption_process.build_update_corruption_process(
+      digits.model_fn, sgd(0.1), sgd(1.0), model_aggregator=tff.aggregators.MeanFactory(), attack='omniscient'
+  )
+  fedavg_state = fedavg.initialize()
+  attacked_state = attacked.set_model_weights(attacked.initialize(), fedavg.get_model_weights(fedavg_state))
+  clients = task.train_data.client_ids[:4]
+  fedavg_out = fedavg.next(fedavg_state, [task.client_dataset(c) for c in clients])
+  flagged = [(task.client_dataset(c), update_corruption_process.corruption_flag_dataset(False)) for c in clients]
+  attacked_out = attacked.next(attacked_state, flagged)
+  for expected, actual in zip(fedavg.get_model_weights(fedavg_out.state).trainable,
+                              attacked.get_model_weights(attacked_out.state).trainable):
+    np.testing.assert_allclose(actual, expected, atol=1e-6)
+  assert attacked_out.metrics['aggregator']['num_corrupted_clients'] == 0

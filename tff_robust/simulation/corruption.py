@@ -1,0 +1,46 @@
+"""Runner-side corruption set-up: which clients are corrupted and what data each client feeds the process."""
+
+from typing import Callable
+
+import numpy as np
+
+from tff_robust.core import corruption as core_corruption
+from tff_robust.simulation import update_corruption_process
+from tff_robust.simulation.tasks import base
+
+CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient')
+UPDATE_ATTACKS = ('gaussian', 'omniscient')
+
+
+def client_example_counts(task: base.Task) -> list[int]:
+  """Number of raw training examples of every client (alpha_i up to normalisation), in client-id order."""
+  counts = []
+  for client_id in task.train_data.client_ids:
+    dataset = task.train_data.create_tf_dataset_for_client(client_id)
+    cardinality = int(dataset.cardinality())
+    counts.append(cardinality if cardinality >= 0 else int(dataset.reduce(0, lambda n, _: n + 1)))
+  return counts
+
+
+def select_corrupted_clients(task: base.Task, fraction: float, seed: int) -> frozenset[str]:
+  """Clients whose share of the training examples first reaches `fraction` (RFA eq. 5, App. D.2.1)."""
+  return core_corruption.select_corrupted_clients(
+      list(task.train_data.client_ids), client_example_counts(task), fraction, seed
+  )
+
+
+def make_client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[str]) -> Callable[[str], object]:
+  """Maps a client id to what the learning process takes for it under `corruption`."""
+  if corruption not in CORRUPTIONS:
+    raise ValueError(f'corruption must be one of {CORRUPTIONS}, got {corruption!r}')
+  if corruption in UPDATE_ATTACKS:
+    return lambda cid: (
+        task.client_dataset(cid), update_corruption_process.corruption_flag_dataset(cid in corrupted)
+    )
+  return lambda cid: task.client_dataset(cid, corrupted=corruption == 'data' and cid in corrupted)
+
+
+def corrupted_weight_share(task: base.Task, corrupted: frozenset[str]) -> float:
+  counts = np.asarray(client_example_counts(task), np.float64)
+  mask = np.array([cid in corrupted for cid in task.train_data.client_ids])
+  return float(counts[mask].sum() / counts.sum())

@@ -1,0 +1,82 @@
+"""A FedAvg-shaped learning process whose corrupted clients poison their updates (simulation only).
+
+`tff.learning.templates.compose_learning_process` of TFF's own distributor, model-delta client work and
+optimizer finalizer, with two changes: each client's data is `<dataset, flag>` (the flag a one-element bool
+dataset: TFF client data must be sequences), and the client work passes `<update, flag>` to an
+`UpdateCorruptionFactory` around the algorithm's own aggregator. With no corrupted client it computes
+exactly `build_weighted_fed_avg(..., model_aggregator=model_aggregator)`.
+"""
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import update_corruption
+
+
+def corruption_flag_dataset(corrupted: bool) -> tf.data.Dataset:
+  """The per-client flag in the form the process takes it: a one-element dataset."""
+  return tf.data.Dataset.from_tensors(tf.constant(corrupted))
+
+
+def _flag_emitting_client_work(inner: tff.learning.templates.ClientWorkProcess):
+  weights_type = inner.next.type_signature.parameter[1]
+  data_type = inner.next.type_signature.parameter[2].member
+  result_member_type = inner.next.type_signature.result.result.member
+
+  @tff.tensorflow.computation(result_member_type, tff.SequenceType(np.bool_))
+  def attach_flag(client_result, flag_dataset):
+    flag = flag_dataset.reduce(tf.constant(False), lambda _, element: element)
+    return tff.learning.templates.ClientResult(
+        update=(client_result.update, flag), update_weight=client_result.update_weight
+    )
+
+  @tff.federated_computation(
+      inner.initialize.type_signature.result,
+      weights_type,
+      tff.FederatedType((data_type, tff.SequenceType(np.bool_)), tff.CLIENTS),
+  )
+  def next_fn(state, model_weights, client_data):
+    output = inner.next(state, model_weights, client_data[0])
+    return tff.templates.MeasuredProcessOutput(
+        state=output.state,
+        result=tff.federated_map(attach_flag, (output.result, client_data[1])),
+        measurements=output.measurements,
+    )
+
+  return tff.learning.templates.ClientWorkProcess(
+      inner.initialize, next_fn, get_hparams_fn=inner.get_hparams, set_hparams_fn=inner.set_hparams
+  )
+
+
+def build_update_corruption_process(
+    model_fn,
+    client_optimizer_fn: tff.learning.optimizers.Optimizer,
+    server_optimizer_fn: tff.learning.optimizers.Optimizer,
+    *,
+    model_aggregator: tff.aggregators.WeightedAggregationFactory,
+    attack: str,
+    gaussian_mode: str = 'replace',
+    seed: int = 0,
+    client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
+) -> tff.learning.templates.LearningProcess:
+  """Builds the process; `next(state, [(dataset, corruption_flag_dataset(flag)), ...])`."""
+  @tff.tensorflow.computation
+  def initial_model_weights_fn():
+    return tff.learning.models.ModelWeights.from_model(model_fn())
+
+  model_weights_type = initial_model_weights_fn.type_signature.result
+  client_work = _flag_emitting_client_work(
+      tff.learning.templates.build_model_delta_client_work(model_fn, client_optimizer_fn, client_weighting)
+  )
+  flagged_update_type = client_work.next.type_signature.result.result.member.update
+  aggregator = update_corruption.UpdateCorruptionFactory(
+      attack, model_aggregator, gaussian_mode=gaussian_mode, seed=seed
+  ).create(flagged_update_type, tff.TensorType(np.float32))
+  return tff.learning.templates.compose_learning_process(
+      initial_model_weights_fn,
+      tff.learning.templates.build_broadcast_process(model_weights_type),
+      client_work,
+      aggregator,
+      tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer_fn, model_weights_type),
+  )

@@ -29,13 +29,13 @@ from tff_robust.simulation import execution_context  # pylint: disable=g-import-
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 
 _TASK = flags.DEFINE_enum('task', 'emnist_cnn', tasks.TASK_NAMES, 'Task of the round-time comparison.')
-_ROUNDS = flags.DEFINE_integer('rounds', 5, 'Timed rounds per algorithm (after one warm-up).', lower_bound=1)
+_ROUNDS = flags.DEFINE_integer('rounds', 10, 'Timed rounds per algorithm (after one warm-up).', lower_bound=1)
 _CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 10, 'Cohort size.', lower_bound=1)
 _AGGREGATION_CLIENTS = flags.DEFINE_integer('aggregation_clients', 100, 'Clients of the aggregation-only test.',
                                             lower_bound=1)
 _AGGREGATION_DIMENSION = flags.DEFINE_integer('aggregation_dimension', 1_000_000,
                                               'Parameters per client update.', lower_bound=1)
-_AGGREGATION_REPEATS = flags.DEFINE_integer('aggregation_repeats', 3, 'Timed calls per aggregator.',
+_AGGREGATION_REPEATS = flags.DEFINE_integer('aggregation_repeats', 7, 'Timed calls per aggregator.',
                                             lower_bound=1)
 
 

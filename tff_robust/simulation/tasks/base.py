@@ -78,6 +78,18 @@ class CentralizedEvaluator:
     )
 
 
+def client_data_from_arrays(clients: dict) -> tff.simulation.datasets.ClientData:
+  """In-memory client data from {client_id: (x, y)} NumPy arrays, elements {'x': x_j, 'y': y_j}."""
+  return tff.simulation.datasets.TestClientData(
+      {cid: collections.OrderedDict(x=x, y=y) for cid, (x, y) in clients.items()}
+  )
+
+
+def test_dataset_from_arrays(x, y, batch_size: int = 256) -> tf.data.Dataset:
+  """A batched held-out dataset with elements {'x', 'y'}, as the tasks' models take them."""
+  return tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x, y=y)).batch(batch_size)
+
+
 def batching(*, epochs: int, batch_size: int, seed: int) -> Transform:
   """Local-training pipeline: reshuffle each epoch, repeat `epochs` times, batch."""
   return lambda dataset: (

@@ -78,10 +78,8 @@ def model_fn() -> tff.learning.models.VariableModel:
 
 def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_clients: int = 30) -> base.Task:
   clients, (x_test, y_test) = load_client_arrays(num_clients=num_clients)
-  train_data = tff.simulation.datasets.TestClientData(
-      {cid: collections.OrderedDict(x=x, y=y) for cid, (x, y) in clients.items()}
-  )
-  test_dataset = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x_test, y=y_test)).batch(256)
+  train_data = base.client_data_from_arrays(clients)
+  test_dataset = base.test_dataset_from_arrays(x_test, y_test)
   return base.Task(
       'digits', model_fn, train_data,
       preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),

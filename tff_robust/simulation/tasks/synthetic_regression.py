@@ -67,10 +67,8 @@ class _EvaluatorWithOptimum(base.CentralizedEvaluator):
 
 def create_task(*, client_epochs: int, client_batch_size: int, seed: int) -> base.Task:
   clients, (x_test, y_test), optimum = make_client_arrays()
-  train_data = tff.simulation.datasets.TestClientData(
-      {cid: collections.OrderedDict(x=x, y=y) for cid, (x, y) in clients.items()}
-  )
-  test_dataset = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x_test, y=y_test)).batch(256)
+  train_data = base.client_data_from_arrays(clients)
+  test_dataset = base.test_dataset_from_arrays(x_test, y_test)
   return base.Task(
       'synthetic_regression', model_fn, train_data,
       preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),

@@ -56,15 +56,16 @@ class UpdateCorruptionFactory(tff.aggregators.WeightedAggregationFactory):
     @tff.tensorflow.computation(update_type, np.bool_, np.int32)
     def gaussian_attack(update, corrupted, round_num):
       def attacked():
-        flat = tf.concat([tf.reshape(tf.cast(t, tf.float32), [-1]) for t in tf.nest.flatten(update)], 0)
+        leaves = tf.nest.flatten(update)
+        flat = tf.concat([tf.reshape(tf.cast(t, tf.float32), [-1]) for t in leaves], 0)
         sigma = tf.math.reduce_std(flat)
         # Deterministic per (seed, round, update): the fingerprint tells clients apart without identities.
-        fingerprint = tf.cast(tf.reduce_sum(tf.cast(tf.bitcast(flat, tf.int32), tf.int64)) % 2147483647, tf.int32)
-        noises = [
-            sigma * tf.random.stateless_normal(tf.shape(t), seed=tf.stack([seed + round_num, fingerprint + i]))
-            for i, t in enumerate(tf.nest.flatten(update))
-        ]
-        noises = tf.nest.pack_sequence_as(update, [tf.cast(n, t.dtype) for n, t in zip(noises, tf.nest.flatten(update))])
+        fingerprint = tf.reduce_sum(tf.cast(tf.bitcast(flat, tf.int32), tf.int64)) % 2147483647
+        seed_base = tf.stack([seed + round_num, tf.cast(fingerprint, tf.int32)])
+        noises = tf.nest.pack_sequence_as(update, [
+            tf.cast(sigma * tf.random.stateless_normal(tf.shape(t), seed=seed_base + [0, i]), t.dtype)
+            for i, t in enumerate(leaves)
+        ])
         if gaussian_mode == 'replace':
           return noises
         return tf.nest.map_structure(tf.add, update, noises)

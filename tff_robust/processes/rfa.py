@@ -16,6 +16,32 @@ from tff_robust.aggregators import geometric_median
 _DEFAULT_NUM_PASSES = 3
 
 
+def rfa_aggregator(
+    *,
+    num_passes: Optional[int] = None,
+    smoothing: float = 1e-6,
+    one_step: bool = False,
+    mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+) -> geometric_median.GeometricMedianFactory:
+  """RFA's aggregator: `num_passes` (default 3) from the mean, or one step from zero if `one_step`.
+
+  Raises:
+    ValueError: if `one_step=True` is combined with `num_passes` other than 1.
+  """
+  if one_step:
+    if num_passes not in (None, 1):
+      raise ValueError(f'one_step=True means num_passes=1 (Algorithm 3), got num_passes={num_passes}')
+    num_passes = 1
+  elif num_passes is None:
+    num_passes = _DEFAULT_NUM_PASSES
+  return geometric_median.GeometricMedianFactory(
+      num_passes=num_passes,
+      smoothing=smoothing,
+      init='zero' if one_step else 'mean',
+      mean_factory=mean_factory,
+  )
+
+
 def build_rfa_process(
     model_fn,
     client_optimizer_fn: tff.learning.optimizers.Optimizer,
@@ -58,17 +84,8 @@ def build_rfa_process(
         'build_rfa_process does not take model_aggregator: RFA aggregates with GeometricMedianFactory; '
         'pass num_passes, smoothing or mean_factory instead'
     )
-  if one_step:
-    if num_passes not in (None, 1):
-      raise ValueError(f'one_step=True means num_passes=1 (Algorithm 3), got num_passes={num_passes}')
-    num_passes = 1
-  elif num_passes is None:
-    num_passes = _DEFAULT_NUM_PASSES
-  aggregator = geometric_median.GeometricMedianFactory(
-      num_passes=num_passes,
-      smoothing=smoothing,
-      init='zero' if one_step else 'mean',
-      mean_factory=mean_factory,
+  aggregator = rfa_aggregator(
+      num_passes=num_passes, smoothing=smoothing, one_step=one_step, mean_factory=mean_factory
   )
   return tff.learning.algorithms.build_weighted_fed_avg(
       model_fn,

@@ -7,7 +7,7 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import baselines
 from tff_robust.aggregators import gathering
-from tff_robust.aggregators import geometric_median
+from tff_robust.processes import rfa
 from tff_robust.simulation import update_corruption_process
 
 ALGORITHM_NAMES = (
@@ -35,9 +35,9 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> tff.aggregators.Weig
   if name == 'fedavg':
     return tff.aggregators.MeanFactory()
   if name == 'rfa':
-    return geometric_median.GeometricMedianFactory(config.rfa_num_passes, config.rfa_smoothing, init='mean')
+    return rfa.rfa_aggregator(num_passes=config.rfa_num_passes, smoothing=config.rfa_smoothing)
   if name == 'rfa_one_step':
-    return geometric_median.GeometricMedianFactory(1, config.rfa_smoothing, init='zero')
+    return rfa.rfa_aggregator(smoothing=config.rfa_smoothing, one_step=True)
   if name == 'coordinate_median':
     return baselines.coordinate_median_factory()
   if name == 'trimmed_mean':
@@ -62,7 +62,8 @@ def build_learning_process(
 ) -> tff.learning.templates.LearningProcess:
   """Builds algorithm `name` with client and server SGD.
 
-  `rfa` and `rfa_one_step` build exactly `tff_robust.processes.build_rfa_process`. With `update_attack`
+  `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`, the aggregator of
+  `build_rfa_process`, so they are that process. With `update_attack`
   ('gaussian' or 'omniscient') the process takes `(dataset, flag dataset)` per client and poisons the
   flagged clients' updates before the aggregator (`update_corruption_process`).
 

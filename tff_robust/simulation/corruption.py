@@ -1,5 +1,6 @@
 """Runner-side corruption set-up: which clients are corrupted and what data each client feeds the process."""
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -12,14 +13,18 @@ CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient')
 UPDATE_ATTACKS = ('gaussian', 'omniscient')
 
 
-def client_example_counts(task: base.Task) -> list[int]:
-  """Number of raw training examples of every client (alpha_i up to normalisation), in client-id order."""
+@functools.cache
+def client_example_counts(task: base.Task) -> tuple[int, ...]:
+  """Number of raw training examples of every client (alpha_i up to normalisation), in client-id order.
+
+  Cached per task: counting iterates every client's dataset where its cardinality is unknown.
+  """
   counts = []
   for client_id in task.train_data.client_ids:
     dataset = task.train_data.create_tf_dataset_for_client(client_id)
     cardinality = int(dataset.cardinality())
     counts.append(cardinality if cardinality >= 0 else int(dataset.reduce(0, lambda n, _: n + 1)))
-  return counts
+  return tuple(counts)
 
 
 def select_corrupted_clients(task: base.Task, fraction: float, seed: int) -> frozenset[str]:

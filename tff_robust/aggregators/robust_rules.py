@@ -28,6 +28,24 @@ def coordinate_median(points, weights):
   return (_pick_per_column(sorted_points, lower) + _pick_per_column(sorted_points, upper)) / 2
 
 
+def coordinate_upper_quantile(points, weights, level, tie_tolerance):
+  """Per coordinate, the 'upper' weighted `level`-quantile of `core.superquantile.weighted_quantile`:
+  the smallest sorted value whose cumulative weight exceeds level * W (+ tie_tolerance * W), or the
+  largest value if none does. Cumulative weights are summed in float64."""
+  order = tf.argsort(points, axis=0, stable=True)
+  sorted_points = _take_along_columns(points, order)
+  cumulative = tf.cumsum(tf.gather(tf.cast(weights, tf.float64), order), axis=0)
+  total = cumulative[-1]
+  reached = cumulative > (level + tie_tolerance) * total
+  m = tf.shape(points, out_type=tf.int32)[0]
+  index = tf.where(
+      tf.reduce_any(reached, axis=0),
+      tf.argmax(tf.cast(reached, tf.int32), axis=0, output_type=tf.int32),
+      tf.fill(tf.shape(total), m - 1),
+  )
+  return _pick_per_column(sorted_points, index)
+
+
 def trimmed_mean_count(m, trim_fraction):
   return tf.cast(tf.math.ceil(trim_fraction * tf.cast(m, tf.float64) - 1e-12), tf.int32)
 

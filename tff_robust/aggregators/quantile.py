@@ -1,0 +1,188 @@
+"""Weighted quantile of scalar client values: exact (gathered) or by secure averages (MM, eq. 17).
+
+Superquantile FL (Laguel et al.) filters devices by the weighted (1 - theta)-quantile of their losses.
+Both factories take a float scalar per client with a float weight and return the quantile at the server,
+with the semantics of `tff_robust.core.superquantile` (the 'upper' end of a tied interval):
+
+* `exact_quantile_factory` (Algorithm 2): gathers the (value, weight) pairs with `tff.federated_aggregate`,
+  which reveals every value to the server: NOT secure-aggregation compatible.
+* `SecureQuantileFactory` (Algorithm 3): majorization-minimization of the check loss, corrected eq. (17),
+  each pass one call of an inner weighted-mean process on the 2-vector (x_k / e_k, 1 / e_k):
+      e_k = max(nu_t, |x_k - mu_t|),   (N_t, D_t) = weighted mean,   mu_{t+1} = (N_t + 2 tau - 1) / D_t,
+  so no individual value leaves a client. The estimate warm-starts from the previous call's result.
+"""
+
+import collections
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import gathering
+from tff_robust.aggregators import robust_rules
+from tff_robust.core import superquantile
+
+
+def _check_level(level) -> float:
+  if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 <= level <= 1:
+    raise ValueError(f'level must be a number in [0, 1], got {level!r}')
+  return float(level)
+
+
+def _check_scalar_float(value_type) -> None:
+  if not (
+      isinstance(value_type, tff.TensorType)
+      and np.issubdtype(value_type.dtype, np.floating)
+      and tuple(value_type.shape) == ()
+  ):
+    raise TypeError(f'value_type must be a floating scalar tff.TensorType, got {value_type!r}')
+
+
+def exact_quantile_factory(level: float) -> gathering.GatheringRobustFactory:
+  """The exact weighted `level`-quantile (Property 7, upper end at ties) of the gathered client values.
+
+  Clients whose value or weight is not finite, or whose weight is 0, are dropped and counted; a cohort with
+  nobody left gives 0 and `insufficient_clients = 1` (see `gathering.GatheringRobustFactory`).
+  """
+  level = _check_level(level)
+  return gathering.GatheringRobustFactory(
+      'exact_quantile',
+      lambda points, weights: robust_rules.coordinate_upper_quantile(
+          points, weights, level, superquantile.TIE_TOLERANCE
+      ),
+      lambda m: m >= 1,
+      'at least 1 client',
+  )
+
+
+class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
+  """Weighted `level`-quantile of scalar client values from `num_passes` secure weighted averages.
+
+  State: the inner mean process's state and the current estimate (`initial_estimate` before the first
+  call), from which the next call starts (warm start).
+
+  Measurements:
+    - `secure_average_calls`: inner weighted-mean calls (= `num_passes`).
+    - `tolerance`: the guard nu_K = max(1e-12, relative_smoothing |mu_K|) at the result. The smoothed MM
+      fixed point lies within nu of the exact quantile, so a filter `x >= result - tolerance` keeps the
+      value at the quantile.
+    - `num_nonfinite_clients`: clients whose value or weight was not finite (they get weight 0).
+    - `mean`: measurements of the last inner mean call.
+  """
+
+  def __init__(
+      self,
+      level: float,
+      num_passes: int = 30,
+      relative_smoothing: float = 1e-2,
+      initial_estimate: float = 0.0,
+      mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+  ):
+    """Initializes the factory.
+
+    Args:
+      level: the quantile level tau in [0, 1] (Delta-FL uses tau = 1 - theta).
+      num_passes: MM passes (secure-average calls) per aggregation, an integer >= 1.
+      relative_smoothing: nu_t / |mu_t| > 0: distances below nu_t count as nu_t. Larger values converge in
+        fewer passes but blur values closer than nu to the quantile.
+      initial_estimate: mu_0 of the first call (0 suits nonnegative losses).
+      mean_factory: a `tff.aggregators.WeightedAggregationFactory` for every pass, e.g. a
+        `SecureSumFactory`-backed `MeanFactory`; defaults to `tff.aggregators.MeanFactory(no_nan_division=True)`.
+
+    Raises:
+      TypeError: if `mean_factory` is not a weighted aggregation factory.
+      ValueError: if an argument is outside its allowed range.
+    """
+    self._level = _check_level(level)
+    if isinstance(num_passes, bool) or not isinstance(num_passes, (int, np.integer)) or num_passes < 1:
+      raise ValueError(f'num_passes must be an integer >= 1, got {num_passes!r}')
+    if (
+        isinstance(relative_smoothing, bool)
+        or not isinstance(relative_smoothing, (int, float, np.floating))
+        or not 0 < relative_smoothing < 1
+    ):
+      raise ValueError(f'relative_smoothing must be a number in (0, 1), got {relative_smoothing!r}')
+    if not np.isfinite(initial_estimate):
+      raise ValueError(f'initial_estimate must be finite, got {initial_estimate!r}')
+    if mean_factory is None:
+      mean_factory = tff.aggregators.MeanFactory(no_nan_division=True)
+    if not isinstance(mean_factory, tff.aggregators.WeightedAggregationFactory):
+      raise TypeError(
+          f'mean_factory must be a tff.aggregators.WeightedAggregationFactory, got {type(mean_factory)}'
+      )
+    self._num_passes = int(num_passes)
+    self._relative_smoothing = float(relative_smoothing)
+    self._initial_estimate = float(initial_estimate)
+    self._mean_factory = mean_factory
+
+  def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    _check_scalar_float(value_type)
+    _check_scalar_float(weight_type)
+    dtype = value_type.dtype
+    mean_process = self._mean_factory.create(tff.TensorType(dtype, [2]), weight_type)
+    level, relative_smoothing, num_passes = self._level, self._relative_smoothing, self._num_passes
+
+    def smoothing_at(estimate):
+      return tf.maximum(tf.constant(superquantile.MIN_SMOOTHING, dtype), relative_smoothing * tf.abs(estimate))
+
+    @tff.tensorflow.computation(value_type, weight_type)
+    def drop_nonfinite(value, weight):
+      nonfinite = tf.logical_not(tf.logical_and(tf.math.is_finite(value), tf.math.is_finite(weight)))
+      return (
+          tf.where(nonfinite, tf.zeros_like(value), value),
+          tf.where(nonfinite, tf.zeros_like(weight), weight),
+          tf.cast(nonfinite, tf.int32),
+      )
+
+    @tff.tensorflow.computation(value_type, value_type)
+    def inverse_distance_terms(value, estimate):
+      """(x_k / e_k, 1 / e_k) with e_k = max(nu_t, |x_k - mu_t|)."""
+      inverse = 1.0 / tf.maximum(smoothing_at(estimate), tf.abs(value - estimate))
+      return tf.stack([value * inverse, inverse])
+
+    @tff.tensorflow.computation(tff.TensorType(dtype, [2]), value_type)
+    def mm_step(means, estimate):
+      """mu_{t+1} = (N_t + (2 tau - 1)) / D_t from the normalised means; keeps mu_t if D_t = 0."""
+      numerator, denominator = means[0], means[1]
+      safe = tf.where(denominator > 0, denominator, tf.ones_like(denominator))
+      return tf.where(denominator > 0, (numerator + (2 * level - 1)) / safe, estimate)
+
+    @tff.tensorflow.computation(value_type)
+    def tolerance_at(estimate):
+      return smoothing_at(estimate)
+
+    @tff.federated_computation()
+    def init_fn():
+      return tff.federated_zip(collections.OrderedDict(
+          mean=mean_process.initialize(),
+          estimate=tff.federated_value(np.asarray(self._initial_estimate, dtype), tff.SERVER),
+      ))
+
+    @tff.federated_computation(
+        init_fn.type_signature.result,
+        tff.FederatedType(value_type, tff.CLIENTS),
+        tff.FederatedType(weight_type, tff.CLIENTS),
+    )
+    def next_fn(state, value, weight):
+      sanitized = tff.federated_map(drop_nonfinite, (value, weight))
+      value, weight = sanitized[0], sanitized[1]
+      mean_state, estimate = state.mean, state.estimate
+      for _ in range(num_passes):
+        terms = tff.federated_map(inverse_distance_terms, (value, tff.federated_broadcast(estimate)))
+        output = mean_process.next(mean_state, terms, weight)
+        mean_state = output.state
+        estimate = tff.federated_map(mm_step, (output.result, estimate))
+      measurements = collections.OrderedDict(
+          secure_average_calls=tff.federated_value(num_passes, tff.SERVER),
+          tolerance=tff.federated_map(tolerance_at, estimate),
+          num_nonfinite_clients=tff.federated_sum(sanitized[2]),
+          mean=output.measurements,
+      )
+      return tff.templates.MeasuredProcessOutput(
+          state=tff.federated_zip(collections.OrderedDict(mean=mean_state, estimate=estimate)),
+          result=estimate,
+          measurements=tff.federated_zip(measurements),
+      )
+
+    return tff.templates.AggregationProcess(init_fn, next_fn)

@@ -1,0 +1,157 @@
+"""Superquantile FL (Delta-FL) as a drop-in replacement for `build_weighted_fed_avg`.
+
+Laguel, Pillutla, Malick, Harchaoui, "Device Heterogeneity in Federated Learning: A Superquantile
+Approach". For a conformity level theta in (0, 1], Delta-FL minimises eq. (3),
+    min_{w, eta} eta + (1/theta) sum_k alpha_k (F_k(w) - eta)_+,
+by alternating an eta-step (eta_t = the weighted (1 - theta)-quantile of the sampled devices' losses,
+Property 7) and a w-step (one FedAvg round over the devices with F_k(w_t) >= eta_t): Algorithm 2 with the
+exact quantile, Algorithm 3 with the quantile from secure averages (MM, corrected eq. 17), devices
+filtering themselves by returning weight 0. theta = 1 keeps every device: FedAvg.
+
+Ties: when cumulative weight equals (1 - theta) exactly at some loss, the minimisers of eq. (3) in eta form
+an interval; the process takes its upper end, so the filter keeps exactly the worst theta of the weight
+(e.g. three equally weighted devices at theta = 2/3 keep the two worst). Property 7's min{j : C_j >= tau}
+would take the lower end and keep all three.
+"""
+
+from typing import Optional
+
+import numpy as np
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import quantile
+from tff_robust.processes import delta_fl_client_work
+
+QUANTILE_METHODS = ('exact', 'secure')
+DEFAULT_QUANTILE_PASSES = 30
+
+
+def _check_number(name, value, low, high, *, low_open=False):
+  if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    raise TypeError(f'{name} must be a number, got {value!r}')
+  below = value <= low if low_open else value < low
+  if below or value > high or not np.isfinite(value):
+    interval = f'{"(" if low_open else "["}{low}, {high}]'
+    raise ValueError(f'{name} must be in {interval}, got {value}')
+
+
+def _check_positive_int(name, value):
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
+
+
+def quantile_factory(
+    conformity_level: float,
+    quantile_method: str,
+    *,
+    quantile_passes: int = DEFAULT_QUANTILE_PASSES,
+    quantile_smoothing: float = 1e-2,
+    mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+) -> Optional[tff.aggregators.WeightedAggregationFactory]:
+  """The factory of eta_t: the (1 - theta)-quantile of the losses; None for theta = 1 (keep everyone)."""
+  if conformity_level == 1:
+    return None
+  if quantile_method == 'exact':
+    return quantile.exact_quantile_factory(1.0 - conformity_level)
+  return quantile.SecureQuantileFactory(
+      1.0 - conformity_level,
+      num_passes=quantile_passes,
+      relative_smoothing=quantile_smoothing,
+      mean_factory=mean_factory,
+  )
+
+
+def build_delta_fl_process(
+    model_fn,
+    client_optimizer_fn: tff.learning.optimizers.Optimizer,
+    server_optimizer_fn: Optional[tff.learning.optimizers.Optimizer] = None,
+    *,
+    conformity_level: float,
+    quantile_method: str = 'exact',
+    quantile_passes: int = DEFAULT_QUANTILE_PASSES,
+    quantile_smoothing: float = 1e-2,
+    threshold_period: int = 1,
+    mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+    metrics_aggregator=None,
+    loop_implementation: tff.learning.LoopImplementation = tff.learning.LoopImplementation.DATASET_REDUCE,
+) -> tff.learning.templates.LearningProcess:
+  """Builds Delta-FL (Algorithm 2 or 3) as a `tff.learning.templates.LearningProcess`.
+
+  Args:
+    model_fn: a no-arg callable returning a `tff.learning.models.VariableModel`.
+    client_optimizer_fn: a `tff.learning.optimizers.Optimizer` for local training.
+    server_optimizer_fn: a `tff.learning.optimizers.Optimizer` applied to the averaged delta of the kept
+      clients; defaults to SGD with learning rate 1.0 (Algorithm 2, line 9).
+    conformity_level: theta in (0, 1]; the filter keeps the devices whose loss is at least the weighted
+      (1 - theta)-quantile. 1 keeps everyone (FedAvg); the paper uses 0.8, 0.5, 0.1.
+    quantile_method: 'exact' (Algorithm 2: the losses are gathered at the server, which sees them) or
+      'secure' (Algorithm 3: `quantile_passes` secure averages, no loss leaves a device).
+    quantile_passes: MM passes of the secure quantile, >= 1 (30 agree with the exact filter on >= 98% of
+      devices in cohorts of 10; warm-started from the previous round).
+    quantile_smoothing: relative smoothing of the secure quantile, in (0, 1).
+    threshold_period: recompute eta every this many rounds (T_eta, App. C.3), >= 1; in between, devices
+      filter against the stored eta with their current loss. The secure passes still run on the other
+      rounds (a TFF computation cannot skip federated calls), and their result is not used.
+    mean_factory: inner weighted-mean factory of the secure quantile's passes (e.g. a `SecureSumFactory`-
+      backed `MeanFactory`); only with `quantile_method='secure'`.
+    model_aggregator: aggregation of the kept clients' deltas; defaults to
+      `tff.aggregators.MeanFactory(no_nan_division=True)`, so a round that keeps nobody is a zero update.
+    client_weighting: alpha_k: `NUM_EXAMPLES` (the paper) or `UNIFORM`, for the quantile and the mean.
+    metrics_aggregator: as for `build_weighted_fed_avg`.
+    loop_implementation: as for `build_weighted_fed_avg`.
+
+  Returns:
+    A `LearningProcess` with FedAvg's state accessors. `metrics['client_work']['filter']` holds the
+    threshold, the number and weight share of kept devices, empty-round counts and the quantile's
+    secure-average calls (see `delta_fl_client_work`).
+
+  Raises:
+    TypeError: for arguments of the wrong type (e.g. a functional model).
+    ValueError: for arguments outside their range.
+  """
+  _check_number('conformity_level', conformity_level, 0.0, 1.0, low_open=True)
+  if quantile_method not in QUANTILE_METHODS:
+    raise ValueError(f'quantile_method must be one of {QUANTILE_METHODS}, got {quantile_method!r}')
+  _check_positive_int('quantile_passes', quantile_passes)
+  _check_number('quantile_smoothing', quantile_smoothing, 0.0, 1.0, low_open=True)
+  _check_positive_int('threshold_period', threshold_period)
+  if mean_factory is not None and quantile_method != 'secure':
+    raise ValueError("mean_factory is used by quantile_method='secure' only")
+  if not callable(model_fn) or isinstance(model_fn, tff.learning.models.FunctionalModel):
+    raise TypeError('model_fn must be a no-arg callable returning a tff.learning.models.VariableModel')
+  if server_optimizer_fn is None:
+    server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
+  if model_aggregator is None:
+    model_aggregator = tff.aggregators.MeanFactory(no_nan_division=True)
+  if metrics_aggregator is None:
+    metrics_aggregator = tff.learning.metrics.sum_then_finalize
+
+  @tff.tensorflow.computation
+  def initial_model_weights_fn():
+    return tff.learning.models.ModelWeights.from_model(model_fn())
+
+  model_weights_type = initial_model_weights_fn.type_signature.result
+  client_work = delta_fl_client_work.build_filtering_client_work(
+      model_fn,
+      client_optimizer_fn,
+      quantile_factory=quantile_factory(
+          conformity_level, quantile_method, quantile_passes=quantile_passes,
+          quantile_smoothing=quantile_smoothing, mean_factory=mean_factory,
+      ),
+      uses_tolerance=quantile_method == 'secure',
+      threshold_period=threshold_period,
+      client_weighting=client_weighting,
+      metrics_aggregator=metrics_aggregator,
+      loop_implementation=loop_implementation,
+  )
+  update_type = client_work.next.type_signature.result.result.member.update
+  aggregator = model_aggregator.create(update_type, tff.TensorType(np.float32))
+  return tff.learning.templates.compose_learning_process(
+      initial_model_weights_fn,
+      tff.learning.templates.build_broadcast_process(model_weights_type),
+      client_work,
+      aggregator,
+      tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer_fn, model_weights_type),
+  )

@@ -1,0 +1,232 @@
+"""Delta-FL's client work: loss of the broadcast model, quantile threshold, self-filtering local training.
+
+Superquantile FL (Laguel et al.), Algorithm 2 lines 3-8 and Algorithm 3 lines 3-14, as one
+`tff.learning.templates.ClientWorkProcess`:
+  1. each client computes F_k(w_t), the mean loss of the broadcast model over its dataset, and its weight
+     alpha_k (examples, or 1 for uniform weighting);
+  2. a quantile process (exact or secure, `tff_robust.aggregators.quantile`) turns the cohort's losses into
+     eta_t, the weighted (1 - theta)-quantile; every `threshold_period` rounds (App. C.3), otherwise the
+     previous eta is reused;
+  3. eta_t is broadcast and each client trains only if F_k(w_t) >= eta_t - tolerance (the secure
+     quantile's smoothing radius; 0 for the exact one); a failing client returns a zero update with
+     weight 0, so the weighted mean that follows averages the kept clients only.
+A client whose loss is not finite is not kept and is counted. Losses are means over the dataset as given:
+with several local epochs each example counts equally often, so the mean is the same as over one epoch.
+"""
+
+import collections
+from typing import Callable, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+from tensorflow_federated.python.learning.templates import model_delta_client_work
+
+
+def _model_types(model_fn, metrics_aggregator):
+  with tf.Graph().as_default():
+    model = model_fn()
+    if not isinstance(model, tff.learning.models.VariableModel):
+      raise TypeError(f'model_fn must return a tff.learning.models.VariableModel, got {type(model)}')
+    metrics_aggregation_fn = metrics_aggregator(model.metric_finalizers())
+  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
+  return data_type, tff.learning.models.weights_type_from_model(model), metrics_aggregation_fn
+
+
+def build_filtering_client_work(
+    model_fn: Callable[[], tff.learning.models.VariableModel],
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    *,
+    quantile_factory: Optional[tff.aggregators.WeightedAggregationFactory],
+    uses_tolerance: bool,
+    threshold_period: int,
+    client_weighting: tff.learning.ClientWeighting,
+    metrics_aggregator,
+    loop_implementation: tff.learning.LoopImplementation,
+) -> tff.learning.templates.ClientWorkProcess:
+  """Builds the client work; `quantile_factory=None` keeps every client (theta = 1, FedAvg).
+
+  `uses_tolerance`: the quantile process reports `tolerance` (the secure MM's smoothing radius), which the
+  filter subtracts from the threshold.
+
+  State: optimizer hparams, the quantile process's state, the current threshold eta, the round number and
+  the number of rounds so far that kept nobody. Measurements under `train` (TFF's training metrics of the
+  clients that trained) and `filter`: `threshold`, `num_clients`, `num_kept`, `kept_weight_share`,
+  `empty_round`, `empty_rounds` (cumulative), `num_nonfinite_losses`, `secure_average_calls` (quantile
+  passes this round) and `quantile` (the quantile process's own measurements).
+  """
+  data_type, weights_type, metrics_aggregation_fn = _model_types(model_fn, metrics_aggregator)
+  loss_type = tff.TensorType(np.float32)
+  quantile_process = None if quantile_factory is None else quantile_factory.create(loss_type, loss_type)
+  initial_hparams = client_optimizer.get_hparams(  # as TFF's model-delta client work does
+      client_optimizer.initialize(tf.TensorSpec(shape=(), dtype=tf.float32))
+  )
+
+  @tff.tensorflow.computation(weights_type, data_type)
+  def evaluate_loss(model_weights, dataset):
+    """(F_k(w_t), alpha_k, nonfinite): example-weighted mean loss of the broadcast model."""
+    model = model_fn()
+
+    @tf.function  # automatic control dependencies: the weights are assigned before the forward passes
+    def mean_loss(model_weights, dataset):
+      tf.nest.map_structure(
+          lambda variable, value: variable.assign(value),
+          tff.learning.models.ModelWeights.from_model(model), model_weights,
+      )
+
+      def add_batch(totals, batch):
+        output = model.forward_pass(batch, training=False)
+        count = tf.cast(output.num_examples, tf.float64)
+        return totals[0] + tf.cast(output.loss, tf.float64) * count, totals[1] + count
+
+      zero = tf.constant(0.0, tf.float64)
+      return dataset.reduce((zero, zero), add_batch)
+
+    loss_sum, count = mean_loss(model_weights, dataset)
+    loss = tf.cast(tf.math.divide_no_nan(loss_sum, count), tf.float32)
+    finite = tf.math.is_finite(loss)
+    if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
+      weight = tf.cast(count, tf.float32)
+    else:
+      weight = tf.cast(count > 0, tf.float32)
+    return (
+        tf.where(finite, loss, tf.zeros_like(loss)),
+        tf.where(finite, weight, tf.zeros_like(weight)),
+        tf.logical_not(finite),
+    )
+
+  @tff.federated_computation()
+  def init_fn():
+    return tff.federated_zip(collections.OrderedDict(
+        hparams=tff.federated_value(initial_hparams, tff.SERVER),
+        quantile=(tff.federated_value((), tff.SERVER) if quantile_process is None
+                  else quantile_process.initialize()),
+        threshold=tff.federated_value(np.float32(-np.inf), tff.SERVER),
+        round_num=tff.federated_value(np.int32(0), tff.SERVER),
+        empty_rounds=tff.federated_value(np.int32(0), tff.SERVER),
+    ))
+
+  state_type = init_fn.type_signature.result
+  hparams_type = state_type.member.hparams
+
+  @tff.tensorflow.computation(hparams_type, weights_type, data_type, loss_type, tff.TensorType(np.bool_),
+                              loss_type)
+  def train_if_kept(hparams, model_weights, dataset, loss, nonfinite, threshold):
+    """Algorithm 3, LocalUpdate: local training if F_k(w) >= eta, else (zero update, weight 0)."""
+    client_update = model_delta_client_work.build_model_delta_update_with_tff_optimizer(
+        model_fn, weighting=client_weighting, loop_implementation=loop_implementation
+    )
+    unused_metrics_model = model_fn()
+    kept = tf.logical_and(tf.logical_not(nonfinite), loss >= threshold)
+
+    def skip():
+      zeros = tf.nest.map_structure(tf.zeros_like, model_weights.trainable)
+      return (
+          tff.learning.templates.ClientResult(update=zeros, update_weight=tf.constant(0.0)),
+          unused_metrics_model.report_local_unfinalized_metrics(),
+      )
+
+    result, model_output = tf.cond(
+        kept, lambda: client_update(client_optimizer, model_weights, dataset, hparams), skip
+    )
+    kept_weight = tf.where(result.update_weight > 0, 1.0, 0.0)
+    return result, model_output, kept_weight
+
+  @tff.tensorflow.computation(loss_type, loss_type)
+  def kept_and_total(kept, weight):
+    return tf.stack([kept, kept * weight, weight, 1.0])
+
+  @tff.tensorflow.computation(np.int32, loss_type, loss_type)
+  def choose_threshold(round_num, fresh, previous):
+    return tf.where(tf.equal(round_num % threshold_period, 0), fresh, previous)
+
+  @tff.tensorflow.computation(tff.TensorType(np.float32, [4]), np.int32)
+  def summarize(sums, empty_rounds):
+    empty = tf.cast(tf.equal(sums[0], 0.0), tf.int32)
+    return collections.OrderedDict(
+        num_clients=tf.cast(sums[3], tf.int32),
+        num_kept=tf.cast(sums[0], tf.int32),
+        kept_weight_share=tf.math.divide_no_nan(sums[1], sums[2]),
+        empty_round=empty,
+        empty_rounds=empty_rounds + empty,
+    )
+
+  @tff.tensorflow.computation(np.bool_)
+  def as_int(flag):
+    return tf.cast(flag, tf.int32)
+
+  @tff.tensorflow.computation(np.int32)
+  def increment(value):
+    return value + 1
+
+  @tff.tensorflow.computation(loss_type, loss_type)
+  def lower_by(value, tolerance):
+    return value - tolerance
+
+  @tff.tensorflow.computation(state_type.member)
+  def get_hparams_fn(state):
+    return state['hparams']
+
+  @tff.tensorflow.computation(state_type.member, hparams_type)
+  def set_hparams_fn(state, hparams):
+    return collections.OrderedDict(state, hparams=hparams)
+
+  @tff.federated_computation(
+      state_type,
+      tff.FederatedType(weights_type, tff.CLIENTS),
+      tff.FederatedType(data_type, tff.CLIENTS),
+  )
+  def next_fn(state, model_weights, client_data):
+    losses = tff.federated_map(evaluate_loss, (model_weights, client_data))
+    loss, weight, nonfinite = losses[0], losses[1], losses[2]
+    if quantile_process is None:
+      quantile_state, threshold = state.quantile, state.threshold
+      quantile_measurements = tff.federated_value((), tff.SERVER)
+      quantile_calls = tff.federated_value(0, tff.SERVER)
+    else:
+      quantile = quantile_process.next(state.quantile, loss, weight)
+      quantile_state, quantile_measurements = quantile.state, quantile.measurements
+      fresh = quantile.result
+      if uses_tolerance:
+        fresh = tff.federated_map(lower_by, (fresh, quantile.measurements.tolerance))
+      threshold = tff.federated_map(choose_threshold, (state.round_num, fresh, state.threshold))
+      quantile_calls = (
+          quantile.measurements.secure_average_calls if uses_tolerance else tff.federated_value(0, tff.SERVER)
+      )
+    result, model_outputs, kept = tff.federated_map(
+        train_if_kept,
+        (tff.federated_broadcast(state.hparams), model_weights, client_data, loss, nonfinite,
+         tff.federated_broadcast(threshold)),
+    )
+    counts = tff.federated_map(summarize, (
+        tff.federated_sum(tff.federated_map(kept_and_total, (kept, weight))), state.empty_rounds,
+    ))
+    filter_measurements = collections.OrderedDict(
+        threshold=threshold,
+        num_clients=counts.num_clients,
+        num_kept=counts.num_kept,
+        kept_weight_share=counts.kept_weight_share,
+        empty_round=counts.empty_round,
+        empty_rounds=counts.empty_rounds,
+        num_nonfinite_losses=tff.federated_sum(tff.federated_map(as_int, nonfinite)),
+        secure_average_calls=quantile_calls,
+        quantile=quantile_measurements,
+    )
+    new_state = collections.OrderedDict(
+        hparams=state.hparams,
+        quantile=quantile_state,
+        threshold=threshold,
+        round_num=tff.federated_map(increment, state.round_num),
+        empty_rounds=counts.empty_rounds,
+    )
+    measurements = collections.OrderedDict(
+        train=metrics_aggregation_fn(model_outputs), filter=tff.federated_zip(filter_measurements)
+    )
+    return tff.templates.MeasuredProcessOutput(
+        tff.federated_zip(new_state), result, tff.federated_zip(measurements)
+    )
+
+  return tff.learning.templates.ClientWorkProcess(
+      init_fn, next_fn, get_hparams_fn=get_hparams_fn, set_hparams_fn=set_hparams_fn
+  )
+

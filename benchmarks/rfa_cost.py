@@ -11,9 +11,6 @@ Ratios, not absolute times, are the result: absolute times depend on the machine
 """
 
 import os
-import statistics
-import time
-
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from absl import app  # pylint: disable=g-import-not-at-top
@@ -23,6 +20,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 
+from benchmarks import timing  # pylint: disable=g-import-not-at-top
 from tff_robust.aggregators import geometric_median  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
@@ -39,37 +37,13 @@ _AGGREGATION_REPEATS = flags.DEFINE_integer('aggregation_repeats', 7, 'Timed cal
                                             lower_bound=1)
 
 
-def _interleaved_medians(calls: dict, repeats: int) -> dict:
-  """Times each zero-argument callable `repeats` times, interleaved, after one untimed warm-up call each."""
-  for call in calls.values():
-    call()
-  seconds = {name: [] for name in calls}
-  for _ in range(repeats):
-    for name, call in calls.items():
-      start = time.perf_counter()
-      call()
-      seconds[name].append(time.perf_counter() - start)
-  return {name: statistics.median(values) for name, values in seconds.items()}
-
-
 def round_time_ratio() -> dict:
   task = tasks.create_task(_TASK.value, client_epochs=1, client_batch_size=20, seed=0, use_synthetic_data=True)
   ids = task.train_data.client_ids
   cohort = [task.client_dataset(ids[i % len(ids)]) for i in range(_CLIENTS_PER_ROUND.value)]
-  processes = {
-      name: algorithms.build_learning_process(name, task.model_fn,
-                                              algorithms.AlgorithmConfig(client_learning_rate=0.01))
-      for name in ('fedavg', 'rfa')
-  }
-  initial = processes['fedavg'].initialize()
-  states = {name: initial for name in processes}
-
-  def run_round(name):
-    def call():
-      states[name] = processes[name].next(states[name], cohort).state
-    return call
-
-  medians = _interleaved_medians({name: run_round(name) for name in processes}, _ROUNDS.value)
+  config = algorithms.AlgorithmConfig(client_learning_rate=0.01)
+  processes = {name: algorithms.build_learning_process(name, task.model_fn, config) for name in ('fedavg', 'rfa')}
+  medians = timing.round_time_medians(processes, cohort, _ROUNDS.value)
   return dict(medians, ratio=medians['rfa'] / medians['fedavg'])
 
 
@@ -114,7 +88,7 @@ def aggregation_ratio() -> dict:
       'mean': generate_and_aggregate(tff.aggregators.MeanFactory()),
       'geometric_median': generate_and_aggregate(geometric_median.GeometricMedianFactory()),
   }
-  medians = _interleaved_medians(
+  medians = timing.interleaved_medians(
       {name: (lambda c=c: c(seeds)) for name, c in computations.items()}, _AGGREGATION_REPEATS.value
   )
   net = {name: medians[name] - medians['generation_only'] for name in ('mean', 'geometric_median')}

@@ -15,6 +15,7 @@ from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+from tff_robust.processes import delta_fl
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
@@ -51,6 +52,21 @@ _NUM_SELECTED = flags.DEFINE_integer(
 )
 _CLIPPING_NORM = flags.DEFINE_float(
     'clipping_norm', 1.0, 'norm_clipping: L2 bound of each client update.', lower_bound=1e-30
+)
+_CONFORMITY_LEVEL = flags.DEFINE_float(
+    'conformity_level', 0.5, 'delta_fl: conformity level theta in (0, 1]; 1 is FedAvg.', lower_bound=1e-9,
+    upper_bound=1.0,
+)
+_QUANTILE_METHOD = flags.DEFINE_enum(
+    'quantile_method', 'exact', delta_fl.QUANTILE_METHODS,
+    'delta_fl: exact (losses gathered, Algorithm 2) or secure (MM by secure averages, Algorithm 3).',
+)
+_QUANTILE_PASSES = flags.DEFINE_integer(
+    'quantile_passes', delta_fl.DEFAULT_QUANTILE_PASSES, 'delta_fl secure quantile: MM passes per round.',
+    lower_bound=1,
+)
+_THRESHOLD_PERIOD = flags.DEFINE_integer(
+    'threshold_period', 1, 'delta_fl: recompute the threshold every this many rounds (T_eta).', lower_bound=1
 )
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed of client sampling and model initialisation.', lower_bound=0)
 _ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
@@ -103,6 +119,10 @@ def main(argv):
       num_byzantine=_NUM_BYZANTINE.value,
       num_selected=_NUM_SELECTED.value or None,
       clipping_norm=_CLIPPING_NORM.value,
+      conformity_level=_CONFORMITY_LEVEL.value,
+      quantile_method=_QUANTILE_METHOD.value,
+      quantile_passes=_QUANTILE_PASSES.value,
+      threshold_period=_THRESHOLD_PERIOD.value,
   )
   update_attack = _CORRUPTION.value if _CORRUPTION.value in corruption.UPDATE_ATTACKS else None
   process = algorithms.build_learning_process(
@@ -129,10 +149,12 @@ def main(argv):
           algorithm=_ALGORITHM.value, task=_TASK.value, seed=_SEED.value, corruption=_CORRUPTION.value,
           corruption_fraction=_CORRUPTION_FRACTION.value,
           corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
+          **({'conformity_level': _CONFORMITY_LEVEL.value, 'quantile_method': _QUANTILE_METHOD.value,
+              'threshold_period': _THRESHOLD_PERIOD.value} if _ALGORITHM.value == 'delta_fl' else {}),
       ),
   )
-  headline = {k: v for k, v in summary.items() if k in ('eval/accuracy', 'eval/mse', 'eval/loss', 'rounds',
-                                                          'secure_average_calls')}
+  headline = {k: v for k, v in summary.items() if k in ('eval/accuracy', 'eval/mse', 'eval/loss', 'eval/error_mean',
+                                                          'eval/error_p90', 'rounds', 'secure_average_calls')}
   print(f'{_ALGORITHM.value} on {_TASK.value}: {headline}')
   print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')
   execution_context.stop_local_execution_context()

@@ -66,12 +66,36 @@ def test_robust_baselines_train_on_digits(tmp_path, algorithm):
 def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
   result = _train(
       tmp_path, f'--task={task}', '--algorithm=rfa_one_step', '--use_synthetic_data', '--total_rounds=1',
-      '--clients_per_round=2', '--client_batch_size=4',
+      '--clients_per_round=1', '--client_batch_size=4',  # synthetic data: 2 clients, 1 a test device
   )
   assert result.returncode == 0, result.stderr[-3000:]
   summary, _ = _outputs(tmp_path)
   assert summary['secure_average_calls'] == 1
   assert 0.0 <= summary['eval/accuracy'] <= 1.0 and summary['eval/loss'] > 0
+  assert 0.0 <= summary['train/error_p90'] <= 1.0  # per-device evaluation of the training devices
+
+
+def test_delta_fl_with_the_secure_quantile_reports_per_device_distributions(tmp_path):
+  result = _train(
+      tmp_path, '--task=digits', '--algorithm=delta_fl', '--conformity_level=0.5', '--quantile_method=secure',
+      '--total_rounds=4', '--rounds_per_eval=2',
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = _outputs(tmp_path)
+  assert {'eval/error_mean', 'eval/error_p90', 'eval/loss_p90', 'train/loss_p90'} <= set(summary)
+  assert summary['eval/error_p90'] >= summary['eval/error_p50']
+  assert summary['secure_average_calls'] == 4 * (1 + 30)  # the model mean + 30 quantile passes per round
+  assert all(0 < int(r['filter/num_kept']) <= 10 for r in rows)
+  with open(tmp_path / 'run' / 'devices.csv') as f:
+    devices = list(csv.DictReader(f))
+  assert [sum(d['group'] == g for d in devices) for g in ('train', 'eval')] == [30, 12]
+
+
+def test_delta_fl_refuses_update_corruption(tmp_path):
+  result = _train(tmp_path, '--task=digits', '--algorithm=delta_fl', '--corruption=omniscient',
+                  '--corruption_fraction=0.1', timeout=300)
+  assert result.returncode != 0
+  assert 'delta_fl does not support update corruption' in result.stderr
 
 
 @pytest.fixture
@@ -97,6 +121,11 @@ def flag_values():
         ('--trim_fraction=0.5', 'trim_fraction'),
         ('--num_byzantine=-1', 'num_byzantine'),
         ('--clipping_norm=0', 'clipping_norm'),
+        ('--conformity_level=0', 'conformity_level'),
+        ('--conformity_level=1.5', 'conformity_level'),
+        ('--quantile_method=approximate', 'quantile_method'),
+        ('--quantile_passes=0', 'quantile_passes'),
+        ('--threshold_period=0', 'threshold_period'),
     ],
 )
 def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):

@@ -7,12 +7,14 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import baselines
 from tff_robust.aggregators import gathering
+from tff_robust.processes import delta_fl
 from tff_robust.processes import rfa
 from tff_robust.simulation import update_corruption_process
 
 ALGORITHM_NAMES = (
     'fedavg', 'rfa', 'rfa_one_step',
     'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
+    'delta_fl',
 )
 
 
@@ -28,10 +30,14 @@ class AlgorithmConfig:
   num_byzantine: int = 1
   num_selected: Optional[int] = None  # multi-Krum; None means m - num_byzantine
   clipping_norm: float = 1.0
+  conformity_level: float = 0.5
+  quantile_method: str = 'exact'
+  quantile_passes: int = delta_fl.DEFAULT_QUANTILE_PASSES
+  threshold_period: int = 1
 
 
 def model_aggregator(name: str, config: AlgorithmConfig) -> tff.aggregators.WeightedAggregationFactory:
-  """The server aggregation of algorithm `name` (all of them are FedAvg with another aggregator)."""
+  """The server aggregation of algorithm `name` (all but Delta-FL are FedAvg with another aggregator)."""
   if name == 'fedavg':
     return tff.aggregators.MeanFactory()
   if name == 'rfa':
@@ -48,6 +54,8 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> tff.aggregators.Weig
     return baselines.bulyan_factory(config.num_byzantine)
   if name == 'norm_clipping':
     return baselines.norm_clipping_factory(config.clipping_norm)
+  if name == 'delta_fl':
+    return tff.aggregators.MeanFactory(no_nan_division=True)
   raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
 
 
@@ -67,14 +75,26 @@ def build_learning_process(
   ('gaussian' or 'omniscient') the process takes `(dataset, flag dataset)` per client and poisons the
   flagged clients' updates before the aggregator (`update_corruption_process`).
 
+  `delta_fl` is `tff_robust.processes.delta_fl.build_delta_fl_process` with the config's conformity level,
+  quantile method, passes and threshold period.
+
   Raises:
-    ValueError: for an unknown name, or a cohort of `clients_per_round` too small for the algorithm.
+    ValueError: for an unknown name, a cohort of `clients_per_round` too small for the algorithm, or an
+      update attack with `delta_fl` (its client work has no corruption flag).
   """
   aggregator = model_aggregator(name, config)
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
     aggregator.check_clients_per_round(clients_per_round)
   client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.client_learning_rate)
   server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.server_learning_rate)
+  if name == 'delta_fl':
+    if update_attack is not None:
+      raise ValueError(f'delta_fl does not support update corruption ({update_attack!r}); use data corruption')
+    return delta_fl.build_delta_fl_process(
+        model_fn, client_optimizer, server_optimizer, conformity_level=config.conformity_level,
+        quantile_method=config.quantile_method, quantile_passes=config.quantile_passes,
+        threshold_period=config.threshold_period, model_aggregator=aggregator,
+    )
   if update_attack is not None:
     return update_corruption_process.build_update_corruption_process(
         model_fn, client_optimizer, server_optimizer,

@@ -2,6 +2,7 @@
 
 import asyncio
 import collections
+import csv
 import json
 import os
 import time
@@ -13,6 +14,7 @@ import tqdm
 
 from tff_robust.simulation import metrics_utils
 from tff_robust.simulation.tasks import base
+from tff_robust.simulation.tasks import evaluation
 
 # Aggregators that report no `secure_average_calls` (the weighted mean, norm clipping, the gather-based
 # baselines) upload each update once per round: one call, the RFA paper's accounting (App. D.3).
@@ -31,6 +33,7 @@ def run_training(
     output_dir: str,
     show_progress: bool = True,
     summary_extras: Optional[dict] = None,
+    initial_model_weights: Optional[tff.learning.models.ModelWeights] = None,
 ) -> dict[str, float]:
   """Trains for `total_rounds` rounds and writes `metrics.csv`, TensorBoard logs and `summary.json`.
 
@@ -38,9 +41,17 @@ def run_training(
   generator seeded by `seed`, and feeds `client_data_fn(client_id)` of each to the process. Held-out metrics are computed every `rounds_per_eval` rounds and after the
   last round. Metrics go through `tff.program` release managers keyed by round number.
 
+  `initial_model_weights` (e.g. drawn per seed) replace the process's own initial model, which is the same
+  for every run of one process.
+
+  Tasks with a `device_evaluator` also get the per-device distributions (`train/loss_p90`,
+  `eval/error_mean`, ...; see `evaluation.distribution_summary`) at each evaluation, and `devices.csv`
+  with every device's final loss and error. Delta-FL's filter measurements are released as `filter/*`.
+
   Returns:
     The summary written to `summary.json`: final `eval/*` metrics, last `train/*` metrics, `rounds`,
-    `secure_average_calls` (over the whole run), `seconds_per_round`, and `summary_extras`.
+    `secure_average_calls` (over the whole run, quantile passes included), `seconds_per_round`, and
+    `summary_extras`.
   """
   client_ids = list(task.train_data.client_ids)
   if not 1 <= clients_per_round <= len(client_ids):
@@ -57,9 +68,12 @@ def run_training(
   ]
   rng = np.random.default_rng(seed)
   state = process.initialize()
+  if initial_model_weights is not None:
+    state = process.set_model_weights(state, initial_model_weights)
   secure_average_calls = 0
   round_seconds = []
   released: dict[str, float] = {}
+  device_metrics = None
   progress = tqdm.trange(1, total_rounds + 1, desc=task.name, unit='round', disable=not show_progress)
   for round_num in progress:
     cohort = rng.choice(client_ids, size=clients_per_round, replace=False)
@@ -70,15 +84,20 @@ def run_training(
     state = output.state
     round_metrics = metrics_utils.flatten_metrics(output.metrics)
     secure_average_calls += int(round_metrics.get('aggregator/secure_average_calls', _WEIGHTED_MEAN_CALLS))
+    secure_average_calls += int(round_metrics.get('client_work/filter/secure_average_calls', 0))
     released = collections.OrderedDict(
-        (f'train/{key.removeprefix("client_work/train/")}', value)
+        (key.removeprefix('client_work/'), value)
         for key, value in round_metrics.items()
-        if key.startswith('client_work/train/')
+        if key.startswith(('client_work/train/', 'client_work/filter/'))
     )
     released.update((key, value) for key, value in round_metrics.items() if key.startswith('aggregator/'))
     if round_num % rounds_per_eval == 0 or round_num == total_rounds:
-      evaluation = task.evaluate(process.get_model_weights(state))
-      released.update((f'eval/{key}', value) for key, value in evaluation.items())
+      model_weights = process.get_model_weights(state)
+      held_out = task.evaluate(model_weights)
+      released.update((f'eval/{key}', value) for key, value in held_out.items())
+      if task.device_evaluator is not None:
+        device_metrics = task.device_evaluator(model_weights)
+        released.update(evaluation.distribution_summary(device_metrics))
     _release(release_managers, released, round_num)
     progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
   summary = collections.OrderedDict(
@@ -90,9 +109,18 @@ def run_training(
       seconds_per_round=float(np.mean(round_seconds)) if round_seconds else 0.0,
   )
   summary.update(summary_extras or {})
+  if device_metrics is not None:
+    _write_device_rows(os.path.join(output_dir, 'devices.csv'), evaluation.device_rows(device_metrics))
   with open(os.path.join(output_dir, 'summary.json'), 'w') as f:
     json.dump(summary, f, indent=2)
   return summary
+
+
+def _write_device_rows(path: str, rows: list[dict]) -> None:
+  with open(path, 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
 
 
 def _release(release_managers, values: dict[str, float], round_num: int) -> None:

@@ -1,11 +1,13 @@
-"""What a training task is: a model, federated training data and a held-out evaluation."""
+"""What a training task is: a model, federated training data and held-out evaluation."""
 
 import collections
 import dataclasses
-from typing import Callable
+from typing import Callable, Optional
 
 import tensorflow as tf
 import tensorflow_federated as tff
+
+from tff_robust.simulation.tasks import evaluation
 
 
 Transform = Callable[[tf.data.Dataset], tf.data.Dataset]
@@ -23,6 +25,8 @@ class Task:
     corrupt_train: the task's data poisoning (RFA paper, Sec. 5.1) applied to a corrupted client's raw data.
     evaluate: maps `tff.learning.models.ModelWeights` to a flat dict of held-out metrics on clean data; it
       contains `loss` and either `accuracy` (classification) or `mse` (regression).
+    device_evaluator: evaluates every training device and every unseen test device separately
+      (`evaluation.DeviceEvaluator`), for tasks split by device; None where the task has no such split.
   """
 
   name: str
@@ -31,51 +35,12 @@ class Task:
   preprocess_train: Transform
   corrupt_train: Transform
   evaluate: Callable[[tff.learning.models.ModelWeights], dict[str, float]]
+  device_evaluator: Optional[evaluation.DeviceEvaluator] = None
 
   def client_dataset(self, client_id: str, corrupted: bool = False) -> tf.data.Dataset:
     """The dataset client `client_id` trains on, poisoned if `corrupted`."""
     raw = self.train_data.create_tf_dataset_for_client(client_id)
     return self.preprocess_train(self.corrupt_train(raw) if corrupted else raw)
-
-
-class CentralizedEvaluator:
-  """Evaluates model weights on one held-out dataset with the task's own `VariableModel` metrics.
-
-  `metric_names` renames the model's metrics to the runner's names (e.g. 'sparse_categorical_accuracy'
-  -> 'accuracy'); metrics not named there keep their own name. Each call builds a fresh model: Keras
-  invalidates eagerly built models whenever a model is built inside a graph, as TFF does when it traces.
-  """
-
-  def __init__(self, model_fn, dataset: tf.data.Dataset, metric_names: dict[str, str]):
-    self._model_fn = model_fn
-    self._dataset = dataset
-    self._metric_names = metric_names
-    self._finalize = None
-
-  def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, float]:
-    model = self._model_fn()
-    model_weights.assign_weights_to(model)
-    for batch in self._dataset:
-      model.forward_pass(batch, training=False)
-    unfinalized = model.report_local_unfinalized_metrics()
-    if self._finalize is None:
-      self._finalize = self._build_finalize(model.metric_finalizers(), unfinalized)
-    finalized = self._finalize(tf.nest.map_structure(lambda t: t.numpy(), unfinalized))
-    return collections.OrderedDict(
-        (self._metric_names.get(name, name), float(value)) for name, value in finalized.items()
-    )
-
-  @staticmethod
-  def _build_finalize(finalizers, unfinalized):
-    # Keras metric finalizers create variables, which tf.function refuses on retracing; a TFF TensorFlow
-    # computation (graph mode, traced once) runs them the way TFF's own evaluation does.
-    unfinalized_type = tff.to_type(
-        tf.nest.map_structure(lambda t: tff.TensorType(t.dtype.as_numpy_dtype, t.shape), unfinalized)
-    )
-    return tff.tensorflow.computation(
-        lambda metrics: collections.OrderedDict((n, finalizers[n](metrics[n])) for n in finalizers),
-        unfinalized_type,
-    )
 
 
 def client_data_from_arrays(clients: dict) -> tff.simulation.datasets.ClientData:

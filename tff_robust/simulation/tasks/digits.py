@@ -1,7 +1,8 @@
 """scikit-learn's handwritten digits (UCI optdigits, 1797 8x8 images) split non-IID over clients.
 
 Works offline: the data ships inside scikit-learn. A fixed `split_seed` holds out a stratified test set and
-gives each client a Dirichlet(`label_concentration`) mixture of the labels, so clients are heterogeneous.
+gives each client a Dirichlet(`label_concentration`) mixture of the labels, so clients are heterogeneous;
+the held-out set is also split the same way into unseen test devices for per-device evaluation.
 """
 
 import collections
@@ -14,6 +15,7 @@ from sklearn import model_selection
 
 from tff_robust.simulation import data_corruption
 from tff_robust.simulation.tasks import base
+from tff_robust.simulation.tasks import evaluation
 
 NUM_CLASSES = 10
 NUM_FEATURES = 64
@@ -37,21 +39,39 @@ def load_client_arrays(
         f'num_clients must be at most {len(y_train) // _MIN_EXAMPLES_PER_CLIENT} for the digits task '
         f'({len(y_train)} training examples, >= {_MIN_EXAMPLES_PER_CLIENT} each), got {num_clients}'
     )
-  rng = np.random.default_rng(split_seed)
-  while True:  # redraw until every client has enough examples (a few draws at most)
-    owner = np.empty(len(y_train), np.int64)
-    for label in range(NUM_CLASSES):
-      indices = rng.permutation(np.flatnonzero(y_train == label))
-      shares = rng.dirichlet(np.full(num_clients, label_concentration))
-      cuts = (np.cumsum(shares)[:-1] * len(indices)).astype(int)
-      for client, part in enumerate(np.split(indices, cuts)):
-        owner[part] = client
-    if np.bincount(owner, minlength=num_clients).min() >= _MIN_EXAMPLES_PER_CLIENT:
-      break
+  owner = _dirichlet_owners(y_train, num_clients, label_concentration, np.random.default_rng(split_seed))
   clients = {
       f'client_{c:03d}': (x_train[owner == c], y_train[owner == c]) for c in range(num_clients)
   }
   return clients, (x_test, y_test)
+
+
+def split_test_devices(x_test, y_test, *, num_devices: int = 12, label_concentration: float = 0.5,
+                       split_seed: int = 0) -> dict:
+  """Unseen test devices for per-device evaluation: the held-out examples split over `num_devices` devices
+  with Dirichlet(`label_concentration`) label mixtures, like the training clients (Superquantile FL's
+  split by device: no test device is ever trained on)."""
+  owner = _dirichlet_owners(y_test, num_devices, label_concentration, np.random.default_rng(split_seed + 1))
+  return {f'test_device_{c:03d}': (x_test[owner == c], y_test[owner == c]) for c in range(num_devices)}
+
+
+def _dirichlet_owners(labels, num_owners, concentration, rng):
+  """Owner of each example: each label's examples are cut by Dirichlet shares; redrawn until every owner
+  holds at least _MIN_EXAMPLES_PER_CLIENT examples (a few draws at most)."""
+  if len(labels) < num_owners * _MIN_EXAMPLES_PER_CLIENT:
+    raise ValueError(
+        f'cannot give {num_owners} devices >= {_MIN_EXAMPLES_PER_CLIENT} examples each from {len(labels)}'
+    )
+  while True:
+    owner = np.empty(len(labels), np.int64)
+    for label in range(NUM_CLASSES):
+      indices = rng.permutation(np.flatnonzero(labels == label))
+      shares = rng.dirichlet(np.full(num_owners, concentration))
+      cuts = (np.cumsum(shares)[:-1] * len(indices)).astype(int)
+      for client, part in enumerate(np.split(indices, cuts)):
+        owner[part] = client
+    if np.bincount(owner, minlength=num_owners).min() >= _MIN_EXAMPLES_PER_CLIENT:
+      return owner
 
 
 def create_keras_model() -> tf.keras.Model:
@@ -77,12 +97,19 @@ def model_fn() -> tff.learning.models.VariableModel:
 
 
 def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_clients: int = 30) -> base.Task:
+  """30 training clients; held-out data pooled (`evaluate`) and split into 12 unseen test devices
+  (`device_evaluator`)."""
   clients, (x_test, y_test) = load_client_arrays(num_clients=num_clients)
   train_data = base.client_data_from_arrays(clients)
-  test_dataset = base.test_dataset_from_arrays(x_test, y_test)
+  test_devices = base.client_data_from_arrays(split_test_devices(x_test, y_test))
+  batch = lambda dataset: dataset.batch(256)
   return base.Task(
       'digits', model_fn, train_data,
       preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),
       corrupt_train=data_corruption.negate_images('x'),
-      evaluate=base.CentralizedEvaluator(model_fn, test_dataset, {}),
+      evaluate=evaluation.CentralizedEvaluator(model_fn, base.test_dataset_from_arrays(x_test, y_test), {}),
+      device_evaluator=evaluation.DeviceEvaluator(model_fn, {
+          'train': evaluation.DeviceGroup(train_data, batch, weighted=True),
+          'eval': evaluation.DeviceGroup(test_devices, batch, weighted=False),
+      }, {}),
   )

@@ -14,6 +14,7 @@ import tensorflow_federated as tff
 
 from tff_robust.simulation import data_corruption
 from tff_robust.simulation.tasks import base
+from tff_robust.simulation.tasks import evaluation
 
 DIMENSION = 10
 
@@ -52,7 +53,7 @@ def model_fn() -> tff.learning.models.VariableModel:
   )
 
 
-class _EvaluatorWithOptimum(base.CentralizedEvaluator):
+class _EvaluatorWithOptimum(evaluation.CentralizedEvaluator):
 
   def __init__(self, dataset, optimum):
     super().__init__(model_fn, dataset, {})

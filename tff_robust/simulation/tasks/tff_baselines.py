@@ -1,13 +1,19 @@
 """Tasks from `tff.simulation.baselines`: EMNIST character recognition and Shakespeare next character.
 
 Real data comes from TFF's loaders (network or a local cache); `use_synthetic_data=True` uses TFF's own
-synthetic stand-in of the same shapes, which works offline.
+synthetic stand-in of the same shapes, which works offline. The training clients are split by device: a
+seeded 20% become unseen test devices, evaluated one by one (at most 200 devices per group) along with
+the training devices; the pooled centralized test set of TFF stays the `evaluate` metric.
 """
 
+import numpy as np
 import tensorflow_federated as tff
 
 from tff_robust.simulation import data_corruption
 from tff_robust.simulation.tasks import base
+from tff_robust.simulation.tasks import evaluation
+
+_MAX_EVALUATED_DEVICES = 200
 
 
 def _from_baseline(
@@ -22,12 +28,43 @@ def _from_baseline(
         'access or a local TFF dataset cache, pass --use_synthetic_data.'
     ) from error
   datasets = baseline.datasets
-  evaluator = base.CentralizedEvaluator(
-      baseline.model_fn, datasets.get_centralized_test_data(), {accuracy_metric: 'accuracy'}
+  metric_names = {accuracy_metric: 'accuracy'}
+  evaluator = evaluation.CentralizedEvaluator(
+      baseline.model_fn, datasets.get_centralized_test_data(), metric_names
   )
+  train_data, test_devices = split_by_device(datasets.train_data)
+  groups = {'train': evaluation.DeviceGroup(_sample_devices(train_data), datasets.eval_preprocess_fn, True)}
+  if test_devices is not None:
+    groups['eval'] = evaluation.DeviceGroup(_sample_devices(test_devices), datasets.eval_preprocess_fn, False)
   return base.Task(
-      name, baseline.model_fn, datasets.train_data,
+      name, baseline.model_fn, train_data,
       preprocess_train=datasets.train_preprocess_fn, corrupt_train=corrupt_train, evaluate=evaluator,
+      device_evaluator=evaluation.DeviceEvaluator(baseline.model_fn, groups, metric_names),
+  )
+
+
+def split_by_device(client_data, *, test_fraction: float = 0.2, seed: int = 0):
+  """(training devices, unseen test devices): a seeded `test_fraction` of the client ids (at least one)
+  become test devices, as Superquantile FL splits by device. With a single client there is no test device."""
+  ids = sorted(client_data.client_ids)
+  if len(ids) < 2:
+    return client_data, None
+  shuffled = [ids[i] for i in np.random.default_rng(seed).permutation(len(ids))]
+  num_test = max(1, int(round(test_fraction * len(ids))))
+  subset = lambda chosen: tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
+      sorted(chosen), client_data.serializable_dataset_fn
+  )
+  return subset(shuffled[num_test:]), subset(shuffled[:num_test])
+
+
+def _sample_devices(client_data):
+  """At most _MAX_EVALUATED_DEVICES devices (seeded): per-device evaluation runs device by device."""
+  ids = sorted(client_data.client_ids)
+  if len(ids) <= _MAX_EVALUATED_DEVICES:
+    return client_data
+  chosen = np.random.default_rng(0).choice(len(ids), _MAX_EVALUATED_DEVICES, replace=False)
+  return tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
+      sorted(ids[i] for i in chosen), client_data.serializable_dataset_fn
   )
 
 

@@ -1,0 +1,76 @@
+"""Per-device evaluation against NumPy: the digits MLP evaluated by hand, percentiles by NumPy's quantiles."""
+
+import numpy as np
+import pytest
+import tensorflow_federated as tff
+
+from tff_robust.simulation.tasks import digits
+from tff_robust.simulation.tasks import evaluation
+from tff_robust.simulation.tasks import tff_baselines
+
+
+def _numpy_mlp_metrics(weights, x, y):
+  kernel1, bias1, kernel2, bias2 = [np.asarray(w, np.float64) for w in weights]
+  logits = np.maximum(x @ kernel1 + bias1, 0) @ kernel2 + bias2
+  logits -= logits.max(axis=1, keepdims=True)
+  log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+  return -log_probs[np.arange(len(y)), y].mean(), np.mean(logits.argmax(axis=1) != y)
+
+
+def test_every_digits_device_is_evaluated_on_its_own_data():
+  task = digits.create_task(client_epochs=1, client_batch_size=16, seed=0)
+  model_weights = tff.learning.models.ModelWeights.from_model(task.model_fn())
+  results = task.device_evaluator(model_weights)
+  clients, (x_test, y_test) = digits.load_client_arrays()
+  test_devices = digits.split_test_devices(x_test, y_test)
+  for group, arrays in (('train', clients), ('eval', test_devices)):
+    metrics = results[group]
+    assert metrics.device_ids == sorted(arrays)
+    for index, device_id in enumerate(metrics.device_ids):
+      x, y = arrays[device_id]
+      loss, error = _numpy_mlp_metrics(model_weights.trainable, x, y)
+      assert metrics.num_examples[index] == len(y)
+      assert metrics.loss[index] == pytest.approx(loss, rel=1e-4)
+      assert metrics.error[index] == pytest.approx(error, abs=1e-6)
+  assert results['train'].weighted and not results['eval'].weighted
+
+
+def test_test_devices_partition_the_held_out_set_and_never_train():
+  clients, (x_test, y_test) = digits.load_client_arrays()
+  test_devices = digits.split_test_devices(x_test, y_test)
+  assert sum(len(y) for _, y in test_devices.values()) == len(y_test)
+  assert not set(test_devices) & set(clients)
+  pooled = np.concatenate([x for x, _ in test_devices.values()])
+  np.testing.assert_array_equal(np.sort(pooled, axis=0), np.sort(x_test, axis=0))  # exactly the held-out set
+  assert min(len(y) for _, y in test_devices.values()) >= 10
+
+
+def test_distribution_summary_matches_numpy_quantiles():
+  rng = np.random.default_rng(0)
+  loss, error = rng.lognormal(size=25), rng.uniform(size=25)
+  counts = rng.integers(5, 50, 25).astype(float)
+  loss[3] = np.nan
+  results = {
+      'train': evaluation.DeviceMetrics(list(range(25)), counts, loss, error, weighted=True),
+      'eval': evaluation.DeviceMetrics(list(range(25)), counts, loss, error, weighted=False),
+  }
+  summary = evaluation.distribution_summary(results)
+  finite = np.isfinite(loss)
+  assert summary['train/loss_num_nonfinite'] == 1
+  assert summary['train/loss_mean'] == pytest.approx(np.average(loss[finite], weights=counts[finite]))
+  assert summary['eval/error_mean'] == pytest.approx(error.mean())
+  for tau in evaluation.PERCENTILES:
+    assert summary[f'eval/error_p{tau}'] == np.quantile(error, tau / 100, method='inverted_cdf')
+    assert summary[f'train/loss_p{tau}'] == pytest.approx(np.quantile(
+        np.repeat(loss[finite], counts[finite].astype(int)), tau / 100, method='inverted_cdf'))
+
+
+def test_tff_task_clients_split_into_disjoint_training_and_test_devices():
+  client_data = tff.simulation.datasets.TestClientData({f'c{i}': [float(i)] for i in range(10)})
+  train, test = tff_baselines.split_by_device(client_data)
+  assert len(test.client_ids) == 2 and len(train.client_ids) == 8
+  assert set(train.client_ids) | set(test.client_ids) == set(client_data.client_ids)
+  assert not set(train.client_ids) & set(test.client_ids)
+  single = tff.simulation.datasets.TestClientData({'only': [1.0]})
+  assert tff_baselines.split_by_device(single) == (single, None)
+

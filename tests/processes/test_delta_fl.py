@@ -221,3 +221,9 @@ def test_three_gaussians_converge_to_the_longest_side_midpoint_or_the_centroid(t
 def test_bad_arguments_are_named(kwargs, error, message):
   with pytest.raises(error, match=message):
     delta_fl.build_delta_fl_process(_linear_model_fn, _sgd(0.1), **kwargs)
+
+
+def test_public_names():
+  import tff_robust  # pylint: disable=g-import-not-at-top
+  assert tff_robust.processes.build_delta_fl_process is delta_fl.build_delta_fl_process
+  assert tff_robust.aggregators.SecureQuantileFactory.__module__ == 'tff_robust.aggregators.quantile'

@@ -77,16 +77,10 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       raise ValueError(f'smoothing must be a finite float > 0, got {smoothing}')
     if init not in INITS:
       raise ValueError(f'init must be one of {INITS}, got {init!r}')
-    if mean_factory is None:
-      mean_factory = tff.aggregators.MeanFactory(no_nan_division=True)
-    if not isinstance(mean_factory, tff.aggregators.WeightedAggregationFactory):
-      raise TypeError(
-          f'mean_factory must be a tff.aggregators.WeightedAggregationFactory, got {type(mean_factory)}'
-      )
     self._num_passes = int(num_passes)
     self._smoothing = float(smoothing)
     self._init = init
-    self._mean_factory = mean_factory
+    self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_value_type(value_type)

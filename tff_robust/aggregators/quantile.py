@@ -21,6 +21,7 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import gathering
 from tff_robust.aggregators import robust_rules
+from tff_robust.aggregators import type_checks
 from tff_robust.core import superquantile
 
 
@@ -105,16 +106,10 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       raise ValueError(f'relative_smoothing must be a number in (0, 1), got {relative_smoothing!r}')
     if not np.isfinite(initial_estimate):
       raise ValueError(f'initial_estimate must be finite, got {initial_estimate!r}')
-    if mean_factory is None:
-      mean_factory = tff.aggregators.MeanFactory(no_nan_division=True)
-    if not isinstance(mean_factory, tff.aggregators.WeightedAggregationFactory):
-      raise TypeError(
-          f'mean_factory must be a tff.aggregators.WeightedAggregationFactory, got {type(mean_factory)}'
-      )
     self._num_passes = int(num_passes)
     self._relative_smoothing = float(relative_smoothing)
     self._initial_estimate = float(initial_estimate)
-    self._mean_factory = mean_factory
+    self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     _check_scalar_float(value_type)

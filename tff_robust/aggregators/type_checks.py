@@ -20,3 +20,18 @@ def check_weight_type(weight_type) -> None:
       and tuple(weight_type.shape) == ()
   ):
     raise TypeError(f'weight_type must be a floating scalar tff.TensorType, got {weight_type!r}')
+
+
+def mean_factory_or_default(mean_factory):
+  """`mean_factory`, or an exact weighted mean that returns 0 (not NaN) when no weight is positive.
+
+  Raises:
+    TypeError: if `mean_factory` is not a `tff.aggregators.WeightedAggregationFactory`.
+  """
+  if mean_factory is None:
+    return tff.aggregators.MeanFactory(no_nan_division=True)
+  if not isinstance(mean_factory, tff.aggregators.WeightedAggregationFactory):
+    raise TypeError(
+        f'mean_factory must be a tff.aggregators.WeightedAggregationFactory, got {type(mean_factory)}'
+    )
+  return mean_factory

@@ -1,3 +1,4 @@
 """Learning-process builders, drop-in replacements for `tff.learning.algorithms` builders."""
 
 from tff_robust.processes.rfa import build_rfa_process
+from tff_robust.processes.delta_fl import build_delta_fl_process

@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import quantile
+from tff_robust.processes import composition
 from tff_robust.processes import delta_fl_client_work
 
 QUANTILE_METHODS = ('exact', 'secure')
@@ -128,11 +129,6 @@ def build_delta_fl_process(
   if metrics_aggregator is None:
     metrics_aggregator = tff.learning.metrics.sum_then_finalize
 
-  @tff.tensorflow.computation
-  def initial_model_weights_fn():
-    return tff.learning.models.ModelWeights.from_model(model_fn())
-
-  model_weights_type = initial_model_weights_fn.type_signature.result
   client_work = delta_fl_client_work.build_filtering_client_work(
       model_fn,
       client_optimizer_fn,
@@ -146,12 +142,4 @@ def build_delta_fl_process(
       metrics_aggregator=metrics_aggregator,
       loop_implementation=loop_implementation,
   )
-  update_type = client_work.next.type_signature.result.result.member.update
-  aggregator = model_aggregator.create(update_type, tff.TensorType(np.float32))
-  return tff.learning.templates.compose_learning_process(
-      initial_model_weights_fn,
-      tff.learning.templates.build_broadcast_process(model_weights_type),
-      client_work,
-      aggregator,
-      tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer_fn, model_weights_type),
-  )
+  return composition.compose_with_fedavg_parts(model_fn, client_work, model_aggregator, server_optimizer_fn)

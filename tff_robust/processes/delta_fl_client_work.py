@@ -116,21 +116,21 @@ def build_filtering_client_work(
     client_update = model_delta_client_work.build_model_delta_update_with_tff_optimizer(
         model_fn, weighting=client_weighting, loop_implementation=loop_implementation
     )
-    unused_metrics_model = model_fn()
+    untrained_model = model_fn()  # its metrics are all zero: what a client that skips training reports
     kept = tf.logical_and(tf.logical_not(nonfinite), loss >= threshold)
 
     def skip():
       zeros = tf.nest.map_structure(tf.zeros_like, model_weights.trainable)
       return (
           tff.learning.templates.ClientResult(update=zeros, update_weight=tf.constant(0.0)),
-          unused_metrics_model.report_local_unfinalized_metrics(),
+          untrained_model.report_local_unfinalized_metrics(),
       )
 
     result, model_output = tf.cond(
         kept, lambda: client_update(client_optimizer, model_weights, dataset, hparams), skip
     )
-    kept_weight = tf.where(result.update_weight > 0, 1.0, 0.0)
-    return result, model_output, kept_weight
+    trained = tf.where(result.update_weight > 0, 1.0, 0.0)
+    return result, model_output, trained
 
   @tff.tensorflow.computation(loss_type, loss_type)
   def kept_and_total(kept, weight):

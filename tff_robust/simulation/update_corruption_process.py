@@ -12,6 +12,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import update_corruption
+from tff_robust.processes import composition
 
 
 def corruption_flag_dataset(corrupted: bool) -> tf.data.Dataset:
@@ -61,22 +62,10 @@ def build_update_corruption_process(
     client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
 ) -> tff.learning.templates.LearningProcess:
   """Builds the process; `next(state, [(dataset, corruption_flag_dataset(flag)), ...])`."""
-  @tff.tensorflow.computation
-  def initial_model_weights_fn():
-    return tff.learning.models.ModelWeights.from_model(model_fn())
-
-  model_weights_type = initial_model_weights_fn.type_signature.result
   client_work = _flag_emitting_client_work(
       tff.learning.templates.build_model_delta_client_work(model_fn, client_optimizer_fn, client_weighting)
   )
-  flagged_update_type = client_work.next.type_signature.result.result.member.update
   aggregator = update_corruption.UpdateCorruptionFactory(
       attack, model_aggregator, gaussian_mode=gaussian_mode, seed=seed
-  ).create(flagged_update_type, tff.TensorType(np.float32))
-  return tff.learning.templates.compose_learning_process(
-      initial_model_weights_fn,
-      tff.learning.templates.build_broadcast_process(model_weights_type),
-      client_work,
-      aggregator,
-      tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer_fn, model_weights_type),
   )
+  return composition.compose_with_fedavg_parts(model_fn, client_work, aggregator, server_optimizer_fn)

@@ -154,8 +154,9 @@ def test_nonfinite_losses_are_counted_and_a_round_that_keeps_nobody_is_a_no_op()
 
 
 # The paper's Sec. 3 illustration: mean estimation over three equally weighted Gaussians whose means form
-# an obtuse triangle (notes, section 2.8: the midpoint claim needs a non-acute triangle).
-_MEANS = np.array([[0.0, 0.0], [1.0, 0.8], [4.0, 0.0]], np.float32)
+# an obtuse triangle (notes, section 2.8: the midpoint claim needs a non-acute triangle), moved off the
+# origin so that the initial model (zero) is no vertex.
+_MEANS = np.array([[0.0, 0.0], [1.0, 0.8], [4.0, 0.0]], np.float32) + np.array([0.37, -0.61], np.float32)
 
 
 class _Location(tf.keras.layers.Layer):
@@ -190,22 +191,38 @@ def _gaussian_datasets():
   return datasets
 
 
-@pytest.mark.parametrize('theta, expected', [
-    (0.5, (_MEANS[0] + _MEANS[2]) / 2),
-    (2 / 3, (_MEANS[0] + _MEANS[2]) / 2),
-    (float(np.float32(2 / 3)), (_MEANS[0] + _MEANS[2]) / 2),
-    (0.4, (_MEANS[0] + _MEANS[2]) / 2),
-    (1.0, _MEANS.mean(axis=0)),
+_MIDPOINT = (_MEANS[0] + _MEANS[2]) / 2
+
+
+@pytest.mark.parametrize('theta, expected, num_kept', [
+    (0.4, _MIDPOINT, 2),
+    (0.5, _MIDPOINT, 2),
+    (2 / 3, _MIDPOINT, 2),  # a third of the weight sits at the quantile: the two worst are kept
+    (float(np.float32(2 / 3)), _MIDPOINT, 2),
+    (1.0, _MEANS.mean(axis=0), 3),
 ])
-def test_three_gaussians_converge_to_the_longest_side_midpoint_or_the_centroid(theta, expected):
+def test_three_gaussians_converge_to_the_longest_side_midpoint_or_the_centroid(theta, expected, num_kept):
   process = delta_fl.build_delta_fl_process(_location_model_fn, _sgd(0.5), conformity_level=theta)
   state, datasets = process.initialize(), _gaussian_datasets()
   for _ in range(40):
     output = process.next(state, datasets)
     state = output.state
   np.testing.assert_allclose(process.get_model_weights(state).trainable[0], expected, atol=1e-2)
-  if theta < 1:  # at theta = 2/3 exactly a third of the weight sits at the quantile: the two worst are kept
-    assert output.metrics['client_work']['filter']['num_kept'] == 2
+  assert output.metrics['client_work']['filter']['num_kept'] == num_kept
+
+
+def test_below_one_third_one_device_is_kept_and_decaying_steps_reach_the_midpoint():
+  # theta < 1/3 keeps only the worst device: the w-step is a subgradient step on max_k F_k, whose minimiser
+  # is still the midpoint. Constant steps cycle between the two far vertices; a step decay converges.
+  decaying = tff.learning.optimizers.schedule_learning_rate(
+      _sgd(1.0), lambda round_num: 0.95 ** tf.cast(round_num, tf.float32))
+  process = delta_fl.build_delta_fl_process(_location_model_fn, _sgd(0.5), decaying, conformity_level=0.2)
+  state, datasets = process.initialize(), _gaussian_datasets()
+  for _ in range(100):
+    output = process.next(state, datasets)
+    state = output.state
+    assert output.metrics['client_work']['filter']['num_kept'] == 1
+  np.testing.assert_allclose(process.get_model_weights(state).trainable[0], _MIDPOINT, atol=1e-2)
 
 
 @pytest.mark.parametrize('kwargs, error, message', [

@@ -31,15 +31,6 @@ def _check_level(level) -> float:
   return float(level)
 
 
-def _check_scalar_float(value_type) -> None:
-  if not (
-      isinstance(value_type, tff.TensorType)
-      and np.issubdtype(value_type.dtype, np.floating)
-      and tuple(value_type.shape) == ()
-  ):
-    raise TypeError(f'value_type must be a floating scalar tff.TensorType, got {value_type!r}')
-
-
 def exact_quantile_factory(level: float) -> gathering.GatheringRobustFactory:
   """The exact weighted `level`-quantile (Property 7, upper end at ties) of the gathered client values.
 
@@ -112,8 +103,8 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-    _check_scalar_float(value_type)
-    _check_scalar_float(weight_type)
+    type_checks.check_float_scalar('value_type', value_type)
+    type_checks.check_weight_type(weight_type)
     dtype = value_type.dtype
     mean_process = self._mean_factory.create(tff.TensorType(dtype, [2]), weight_type)
     level, relative_smoothing, num_passes = self._level, self._relative_smoothing, self._num_passes

@@ -12,14 +12,19 @@ def check_value_type(value_type) -> None:
     raise TypeError(f'every tensor of value_type must have a floating dtype, got {value_type}')
 
 
+def check_float_scalar(name: str, type_spec) -> None:
+  """The type named `name` must be a floating scalar tff.TensorType."""
+  if not (
+      isinstance(type_spec, tff.TensorType)
+      and np.issubdtype(type_spec.dtype, np.floating)
+      and tuple(type_spec.shape) == ()
+  ):
+    raise TypeError(f'{name} must be a floating scalar tff.TensorType, got {type_spec!r}')
+
+
 def check_weight_type(weight_type) -> None:
   """weight_type must be a floating scalar."""
-  if not (
-      isinstance(weight_type, tff.TensorType)
-      and np.issubdtype(weight_type.dtype, np.floating)
-      and tuple(weight_type.shape) == ()
-  ):
-    raise TypeError(f'weight_type must be a floating scalar tff.TensorType, got {weight_type!r}')
+  check_float_scalar('weight_type', weight_type)
 
 
 def mean_factory_or_default(mean_factory):

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import federated_counting
 from tff_robust.aggregators import type_checks
 
 ATTACKS = ('gaussian', 'omniscient')
@@ -89,14 +90,6 @@ class UpdateCorruptionFactory(tff.aggregators.WeightedAggregationFactory):
     def replace_if_corrupted(update, corrupted, target):
       return tf.cond(corrupted, lambda: target, lambda: update)
 
-    @tff.tensorflow.computation(np.bool_)
-    def as_count(corrupted):
-      return tf.cast(corrupted, tf.int32)
-
-    @tff.tensorflow.computation(np.int32)
-    def increment(round_num):
-      return round_num + 1
-
     @tff.federated_computation()
     def init_fn():
       return tff.federated_zip(collections.OrderedDict(
@@ -124,9 +117,9 @@ class UpdateCorruptionFactory(tff.aggregators.WeightedAggregationFactory):
       measurements = collections.OrderedDict(
           (name, output.measurements[name]) for name in inner_measurement_names
       )
-      measurements['num_corrupted_clients'] = tff.federated_sum(tff.federated_map(as_count, corrupted))
+      measurements['num_corrupted_clients'] = federated_counting.count_flagged_clients(corrupted)
       new_state = collections.OrderedDict(
-          inner=output.state, round_num=tff.federated_map(increment, state.round_num)
+          inner=output.state, round_num=federated_counting.increment(state.round_num)
       )
       return tff.templates.MeasuredProcessOutput(
           state=tff.federated_zip(new_state), result=output.result,

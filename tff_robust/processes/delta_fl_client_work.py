@@ -22,6 +22,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 from tensorflow_federated.python.learning.templates import model_delta_client_work
 
+from tff_robust.aggregators import federated_counting
+
 
 def _model_types(model_fn, metrics_aggregator):
   with tf.Graph().as_default():
@@ -151,14 +153,6 @@ def build_filtering_client_work(
         empty_rounds=empty_rounds + empty,
     )
 
-  @tff.tensorflow.computation(np.bool_)
-  def as_int(flag):
-    return tf.cast(flag, tf.int32)
-
-  @tff.tensorflow.computation(np.int32)
-  def increment(value):
-    return value + 1
-
   @tff.tensorflow.computation(loss_type, loss_type)
   def lower_by(value, tolerance):
     return value - tolerance
@@ -208,7 +202,7 @@ def build_filtering_client_work(
         kept_weight_share=counts.kept_weight_share,
         empty_round=counts.empty_round,
         empty_rounds=counts.empty_rounds,
-        num_nonfinite_losses=tff.federated_sum(tff.federated_map(as_int, nonfinite)),
+        num_nonfinite_losses=federated_counting.count_flagged_clients(nonfinite),
         secure_average_calls=quantile_calls,
         quantile=quantile_measurements,
     )
@@ -216,7 +210,7 @@ def build_filtering_client_work(
         hparams=state.hparams,
         quantile=quantile_state,
         threshold=threshold,
-        round_num=tff.federated_map(increment, state.round_num),
+        round_num=federated_counting.increment(state.round_num),
         empty_rounds=counts.empty_rounds,
     )
     measurements = collections.OrderedDict(

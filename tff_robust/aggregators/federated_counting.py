@@ -1,0 +1,27 @@
+"""Counters that federated computations keep: clients with a flag set, and a server-side round number."""
+
+import functools
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+
+@functools.cache
+def _bool_as_int32():
+  return tff.tensorflow.computation(lambda flag: tf.cast(flag, tf.int32), np.bool_)
+
+
+@functools.cache
+def _plus_one():
+  return tff.tensorflow.computation(lambda value: value + 1, np.int32)
+
+
+def count_flagged_clients(flags_at_clients):
+  """The number of clients whose bool flag is True, at the server (a federated sum of 0/1)."""
+  return tff.federated_sum(tff.federated_map(_bool_as_int32(), flags_at_clients))
+
+
+def increment(counter_at_server):
+  """An int32 counter at the server, plus one."""
+  return tff.federated_map(_plus_one(), counter_at_server)

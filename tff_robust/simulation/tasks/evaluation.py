@@ -107,7 +107,8 @@ class DeviceEvaluator:
 
   Groups are named by the metric prefix they report under: 'train' (training devices, their own training
   data) and 'eval' (unseen test devices). Error is 1 - accuracy where the model has an 'accuracy' metric
-  (after renaming by `metric_names`).
+  (after renaming by `metric_names`). Device weights are the `num_examples` metric that TFF's Keras models
+  report, counted in the same pass.
   """
 
   def __init__(self, model_fn, groups: dict[str, DeviceGroup], metric_names: dict[str, str]):
@@ -118,10 +119,6 @@ class DeviceEvaluator:
                for cid in group.client_data.client_ids]
         for name, group in groups.items()
     }
-    self._counts = {
-        name: np.array([int(ds.unbatch().reduce(0, lambda n, _: n + 1)) for _, ds in datasets], np.float64)
-        for name, datasets in self._datasets.items()
-    }
 
   def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, DeviceMetrics]:
     metrics_on = self._runner.with_weights(model_weights)
@@ -131,7 +128,7 @@ class DeviceEvaluator:
       accuracy = [m['accuracy'] for m in metrics] if metrics and 'accuracy' in metrics[0] else None
       results[name] = DeviceMetrics(
           device_ids=[cid for cid, _ in datasets],
-          num_examples=self._counts[name],
+          num_examples=np.array([m['num_examples'] for m in metrics], np.float64),
           loss=np.array([m['loss'] for m in metrics]),
           error=None if accuracy is None else 1.0 - np.array(accuracy),
           weighted=self._groups[name].weighted,

@@ -121,3 +121,11 @@ def test_bad_arguments_are_named(kwargs, message):
   arguments.update(kwargs)
   with pytest.raises(ValueError, match=message):
     superquantile.weighted_quantile(**arguments)
+
+
+@pytest.mark.parametrize('theta', [0.0, -0.5, 1.5])
+def test_conformity_level_outside_the_range_is_named(theta):
+  with pytest.raises(ValueError, match=r'conformity_level must be in \(0, 1\]'):
+    superquantile.superquantile([1.0, 2.0], [1.0, 1.0], theta)
+  with pytest.raises(ValueError, match=r'conformity_level must be in \(0, 1\]'):
+    superquantile.superquantile_objective(1.0, [1.0, 2.0], [1.0, 1.0], theta)

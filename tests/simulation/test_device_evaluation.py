@@ -74,3 +74,12 @@ def test_tff_task_clients_split_into_disjoint_training_and_test_devices():
   single = tff.simulation.datasets.TestClientData({'only': [1.0]})
   assert tff_baselines.split_by_device(single) == (single, None)
 
+
+
+def test_bad_split_arguments_are_named():
+  _, (x_test, y_test) = digits.load_client_arrays()
+  with pytest.raises(ValueError, match='num_devices must be an integer >= 1'):
+    digits.split_test_devices(x_test, y_test, num_devices=0)
+  client_data = tff.simulation.datasets.TestClientData({f'c{i}': [float(i)] for i in range(4)})
+  with pytest.raises(ValueError, match=r'test_fraction must be in \(0, 1\)'):
+    tff_baselines.split_by_device(client_data, test_fraction=1.0)

@@ -66,8 +66,17 @@ def weighted_quantile(
   return float(values[order][index])
 
 
+def _check_conformity_level(conformity_level) -> None:
+  if not 0 < conformity_level <= 1:
+    raise ValueError(f'conformity_level must be in (0, 1], got {conformity_level}')
+
+
 def superquantile_objective(eta: float, values, weights, conformity_level: float) -> float:
-  """Eq. (2) with normalised weights: eta + (1/theta) sum_k alpha_k (x_k - eta)_+ / sum_k alpha_k."""
+  """Eq. (2) with normalised weights: eta + (1/theta) sum_k alpha_k (x_k - eta)_+ / sum_k alpha_k.
+
+  Raises ValueError if `conformity_level` is outside (0, 1].
+  """
+  _check_conformity_level(conformity_level)
   values = np.asarray(values, np.float64)
   weights = np.asarray(weights, np.float64)
   excess = np.maximum(values - eta, 0.0)
@@ -76,6 +85,7 @@ def superquantile_objective(eta: float, values, weights, conformity_level: float
 
 def superquantile(values, weights, conformity_level: float) -> float:
   """S_theta: eq. (2) at the weighted (1 - theta)-quantile (Properties 2 and 7)."""
+  _check_conformity_level(conformity_level)
   eta = weighted_quantile(values, weights, 1.0 - conformity_level)
   return superquantile_objective(eta, values, weights, conformity_level)
 

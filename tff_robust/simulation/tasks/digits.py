@@ -51,6 +51,8 @@ def split_test_devices(x_test, y_test, *, num_devices: int = 12, label_concentra
   """Unseen test devices for per-device evaluation: the held-out examples split over `num_devices` devices
   with Dirichlet(`label_concentration`) label mixtures, like the training clients (Superquantile FL's
   split by device: no test device is ever trained on)."""
+  if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
+    raise ValueError(f'num_devices must be an integer >= 1, got {num_devices!r}')
   owner = _dirichlet_owners(y_test, num_devices, label_concentration, np.random.default_rng(split_seed + 1))
   return {f'test_device_{c:03d}': (x_test[owner == c], y_test[owner == c]) for c in range(num_devices)}
 

@@ -46,6 +46,8 @@ def _from_baseline(
 def split_by_device(client_data, *, test_fraction: float = 0.2, seed: int = 0):
   """(training devices, unseen test devices): a seeded `test_fraction` of the client ids (at least one)
   become test devices, as Superquantile FL splits by device. With a single client there is no test device."""
+  if not 0 < test_fraction < 1:
+    raise ValueError(f'test_fraction must be in (0, 1), got {test_fraction}')
   ids = sorted(client_data.client_ids)
   if len(ids) < 2:
     return client_data, None

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 
@@ -96,16 +97,7 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       weighted_distance = tf.where(weight > 0, weight * distance, tf.zeros_like(weight))
       return beta, weighted_distance
 
-    @tff.tensorflow.computation(value_type, weight_type)
-    def drop_nonfinite(value, weight):
-      nonfinite = tf.logical_not(
-          tf.logical_and(structure_math.all_finite(value), tf.math.is_finite(weight))
-      )
-      return (
-          structure_math.zeros_where(nonfinite, value),
-          tf.where(nonfinite, tf.zeros_like(weight), weight),
-          tf.cast(nonfinite, tf.int32),
-      )
+    drop_nonfinite = nonfinite.build_drop_nonfinite(value_type, weight_type)
 
     @tff.tensorflow.computation(value_type, weight_type, value_type)
     def weiszfeld_weight_at(value, weight, center):

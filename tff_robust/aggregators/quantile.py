@@ -20,6 +20,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import gathering
+from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import robust_rules
 from tff_robust.aggregators import type_checks
 from tff_robust.core import superquantile
@@ -112,14 +113,7 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
     def smoothing_at(estimate):
       return tf.maximum(tf.constant(superquantile.MIN_SMOOTHING, dtype), relative_smoothing * tf.abs(estimate))
 
-    @tff.tensorflow.computation(value_type, weight_type)
-    def drop_nonfinite(value, weight):
-      nonfinite = tf.logical_not(tf.logical_and(tf.math.is_finite(value), tf.math.is_finite(weight)))
-      return (
-          tf.where(nonfinite, tf.zeros_like(value), value),
-          tf.where(nonfinite, tf.zeros_like(weight), weight),
-          tf.cast(nonfinite, tf.int32),
-      )
+    drop_nonfinite = nonfinite.build_drop_nonfinite(value_type, weight_type)
 
     @tff.tensorflow.computation(value_type, value_type)
     def inverse_distance_terms(value, estimate):

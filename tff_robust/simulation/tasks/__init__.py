@@ -1,11 +1,16 @@
 """Training tasks selectable by name (the runner's `--task`)."""
 
 from tff_robust.simulation.tasks import digits
+from tff_robust.simulation.tasks import digits_fedplus
 from tff_robust.simulation.tasks import synthetic_regression
+from tff_robust.simulation.tasks import synthetic_regression_fedplus
 from tff_robust.simulation.tasks import tff_baselines
 from tff_robust.simulation.tasks.base import Task
 
-TASK_NAMES = ('digits', 'synthetic_regression', 'emnist_cnn', 'shakespeare_rnn')
+TASK_NAMES = (
+    'digits', 'synthetic_regression', 'emnist_cnn', 'shakespeare_rnn', 'synthetic_regression_fedplus',
+    'digits_robust', 'digits_personal',
+)
 
 
 def create_task(
@@ -16,6 +21,18 @@ def create_task(
     return digits.create_task(client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed)
   if name == 'synthetic_regression':
     return synthetic_regression.create_task(
+        client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed
+    )
+  if name == 'synthetic_regression_fedplus':
+    return synthetic_regression_fedplus.create_task(
+        client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed
+    )
+  if name == 'digits_robust':
+    return digits_fedplus.create_robust_task(
+        client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed
+    )
+  if name == 'digits_personal':
+    return digits_fedplus.create_personal_task(
         client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed
     )
   if name == 'emnist_cnn':

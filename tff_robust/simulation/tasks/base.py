@@ -27,6 +27,9 @@ class Task:
       contains `loss` and either `accuracy` (classification) or `mse` (regression).
     device_evaluator: evaluates every training device and every unseen test device separately
       (`evaluation.DeviceEvaluator`), for tasks split by device; None where the task has no such split.
+    personal_test_data: each training client's own held-out data (unbatched elements, same client ids as
+      `train_data`), for evaluating personal models (Fed+, personalized RFA) client by client; None where
+      the task has no within-client split.
   """
 
   name: str
@@ -36,6 +39,7 @@ class Task:
   corrupt_train: Transform
   evaluate: Callable[[tff.learning.models.ModelWeights], dict[str, float]]
   device_evaluator: Optional[evaluation.DeviceEvaluator] = None
+  personal_test_data: Optional[tff.simulation.datasets.ClientData] = None
 
   def client_dataset(self, client_id: str, corrupted: bool = False) -> tf.data.Dataset:
     """The dataset client `client_id` trains on, poisoned if `corrupted`."""

@@ -1,0 +1,148 @@
+"""Fed+ (FedAvg+, FedGeoMed+, FedCoMed+): personal local models pulled toward a robust global model.
+
+Fed+ (Kundu, Yu, Wynter, Lim), Algorithm 1 with the corrections of the implementation notes. Each client k
+keeps its local model w_k between rounds (its client state; w_k^0 = the initial global model). In round t,
+client k in the cohort receives the global model w~ and
+    theta_k = prox_Psi^{1/sigma}(w_k - w~)                       (eq. (11); closed forms in `prox_ops`)
+    w <- (1 - lambda) w_k + lambda w~                             (line 18, `local_init_mixing`)
+    w <- kappa [w - eta grad f_k(w)] + (1 - kappa) [w~ + theta_k], kappa = 1 / (1 + eta sigma)   (eq. (14))
+for each minibatch, stores w as its new w_k and sends w~ - w. The server aggregates with the mean
+('avg'), the delta-geometric median ('geomed') or the delta-coordinate-wise median ('comed') of eq. (7),
+over the cohort: these are translation-equivariant, so aggregating w~ - w_k and subtracting the result
+from w~ (server SGD with learning rate 1) gives the aggregate of the local models.
+
+Table 1 of the paper as arguments: FedAvg is (mean, lambda=1, sigma=0); FedProx with proximal strength
+mu is variant 'fedprox' (Psi = indicator of 0, so theta = 0) with lambda=1, sigma=mu and client learning
+rate eta (TFF's FedProx with learning rate eta kappa); RFA is `model_aggregator=` a geometric median with
+lambda=1, sigma=0; local training without FL is sigma=0, lambda=0.
+"""
+
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import delta_median
+from tff_robust.aggregators import prox_ops
+from tff_robust.processes import local_training
+from tff_robust.processes import stateful_clients
+
+# variant -> Psi of eq. (2) (None: the indicator of 0, theta = 0).
+_PSI_OF_VARIANT = {'avg': 'squared_l2', 'geomed': 'l2', 'comed': 'l1', 'fedprox': None}
+VARIANTS = tuple(_PSI_OF_VARIANT)
+DEFAULT_DELTA = 0.1
+
+
+def _check_nonnegative(name, value, upper=None):
+  if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value) or (
+      value < 0 or (upper is not None and value > upper)):
+    allowed = f'[0, {upper}]' if upper is not None else '>= 0'
+    raise ValueError(f'{name} must be a finite number in {allowed}, got {value!r}')
+
+
+def fedplus_aggregator(
+    variant: str,
+    delta: float = DEFAULT_DELTA,
+    *,
+    solver: str = 'irls',
+    max_iterations: int = delta_median.DEFAULT_MAX_ITERATIONS,
+    tolerance: float = 1e-6,
+) -> tff.aggregators.WeightedAggregationFactory:
+  """The server step of `variant`: the mean ('avg', 'fedprox') or a `DeltaMedianFactory`."""
+  if variant not in VARIANTS:
+    raise ValueError(f'variant must be one of {VARIANTS}, got {variant!r}')
+  if variant in ('avg', 'fedprox'):
+    return tff.aggregators.MeanFactory(no_nan_division=True)
+  return delta_median.DeltaMedianFactory(
+      'l2' if variant == 'geomed' else 'l1', delta, solver=solver, max_iterations=max_iterations,
+      tolerance=tolerance,
+  )
+
+
+def build_fedplus_process(
+    model_fn,
+    client_optimizer_fn: tff.learning.optimizers.Optimizer,
+    *,
+    variant: str = 'avg',
+    sigma: float,
+    delta: float = DEFAULT_DELTA,
+    local_init_mixing: float = 0.0,
+    weighted: bool = False,
+    solver: str = 'irls',
+    max_iterations: int = delta_median.DEFAULT_MAX_ITERATIONS,
+    tolerance: float = 1e-6,
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    server_optimizer_fn: Optional[tff.learning.optimizers.Optimizer] = None,
+    metrics_aggregator=tff.learning.metrics.sum_then_finalize,
+) -> stateful_clients.StatefulClientProcess:
+  """Builds Fed+ (Algorithm 1) as a `StatefulClientProcess`; client state = the local model's trainables.
+
+  Args:
+    model_fn: no-arg callable returning a `tff.learning.models.VariableModel`.
+    client_optimizer_fn: a `tff.learning.optimizers.Optimizer` with a `learning_rate` hyperparameter eta;
+      SGD gives eq. (14) exactly.
+    variant: 'avg' (FedAvg+), 'geomed' (FedGeoMed+), 'comed' (FedCoMed+) or 'fedprox' (theta = 0, mean).
+    sigma: the proximal penalty sigma >= 0 (0: no pull, kappa = 1).
+    delta: the smoothing/personalisation threshold delta > 0 of Psi.
+    local_init_mixing: lambda in [0, 1]: local training starts at (1 - lambda) w_k + lambda w~.
+    weighted: aggregate with weights n_k (examples trained on) instead of the paper's unweighted mean.
+    solver, max_iterations, tolerance: of the delta-median server step (`DeltaMedianFactory`).
+    model_aggregator: replaces the variant's server step (e.g. RFA's geometric median, Table 1).
+    server_optimizer_fn: applied to the aggregate; defaults to SGD with learning rate 1 (w~ = A(W)).
+    metrics_aggregator: as for `tff.learning.algorithms.build_weighted_fed_avg`.
+
+  Returns:
+    A `StatefulClientProcess`; a client's personal model is its local model w_k.
+
+  Raises:
+    ValueError: for an argument outside its allowed range.
+  """
+  if variant not in VARIANTS:
+    raise ValueError(f'variant must be one of {VARIANTS}, got {variant!r}')
+  _check_nonnegative('sigma', sigma)
+  _check_nonnegative('local_init_mixing', local_init_mixing, upper=1.0)
+  if isinstance(delta, bool) or not isinstance(delta, (int, float, np.number)) or not (
+      np.isfinite(delta) and delta > 0):
+    raise ValueError(f'delta must be a finite number > 0, got {delta!r}')
+  if model_aggregator is None:
+    model_aggregator = fedplus_aggregator(
+        variant, delta, solver=solver, max_iterations=max_iterations, tolerance=tolerance
+    )
+  if server_optimizer_fn is None:
+    server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
+  kappa = 1.0 / (1.0 + local_training.learning_rate_of(client_optimizer_fn) * sigma)
+  psi = _PSI_OF_VARIANT[variant]
+  mixing = float(local_init_mixing)
+
+  def client_update_fn(weights_type, client_state_type, data_type):
+
+    @tff.tensorflow.computation(weights_type, client_state_type, data_type)
+    def client_update(global_weights, local_trainable, dataset):
+      global_trainable = list(global_weights.trainable)
+      local_trainable = list(local_trainable)
+      offset = tf.nest.map_structure(tf.subtract, local_trainable, global_trainable)
+      theta = prox_ops.prox(offset, psi, delta) if psi else tf.nest.map_structure(tf.zeros_like, offset)
+      anchor = tf.nest.map_structure(tf.add, global_trainable, theta)
+      start = tff.learning.models.ModelWeights(
+          trainable=[(1.0 - mixing) * w + mixing * g for w, g in zip(local_trainable, global_trainable)],
+          non_trainable=list(global_weights.non_trainable),
+      )
+      trained, num_examples, metrics = local_training.train_locally(
+          model_fn(), client_optimizer_fn, start, dataset, anchor=anchor, kappa=kappa
+      )
+      update = [g - w for w, g in zip(trained, global_trainable)]  # TFF's sign: applied as a gradient
+      weight = tf.cast(num_examples, tf.float32) if weighted else tf.constant(1.0)
+      return update, weight, trained, metrics
+
+    return client_update
+
+  return stateful_clients.build_stateful_client_process(
+      model_fn, client_update_fn, lambda weights_type: weights_type.trainable, model_aggregator,
+      server_optimizer_fn,
+      initial_client_state=lambda state: tuple(state['global_model_weights'].trainable),
+      personal_model_weights=lambda global_weights, local: tff.learning.models.ModelWeights(
+          trainable=list(local), non_trainable=list(global_weights.non_trainable)
+      ),
+      metrics_aggregator=metrics_aggregator,
+  )

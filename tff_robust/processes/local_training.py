@@ -1,0 +1,67 @@
+"""Local minibatch training of a `VariableModel` from given weights, optionally with Fed+'s proximal mix."""
+
+import collections
+from typing import Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+
+def learning_rate_of(optimizer: tff.learning.optimizers.Optimizer) -> float:
+  """The `learning_rate` hyperparameter of a TFF optimizer (Fed+'s eta in kappa = 1 / (1 + eta sigma)).
+
+  Raises:
+    ValueError: if the optimizer has no `learning_rate` hyperparameter.
+  """
+  hparams = optimizer.get_hparams(optimizer.initialize(tf.TensorSpec([], tf.float32)))
+  if 'learning_rate' not in hparams:
+    raise ValueError(
+        f'client_optimizer_fn must have a learning_rate hyperparameter, got hyperparameters {list(hparams)}'
+    )
+  return float(hparams['learning_rate'])
+
+
+def train_locally(
+    model: tff.learning.models.VariableModel,
+    optimizer: tff.learning.optimizers.Optimizer,
+    start: tff.learning.models.ModelWeights,
+    dataset: tf.data.Dataset,
+    *,
+    anchor=None,
+    kappa: Optional[float] = None,
+):
+  """One optimizer step per batch of `dataset`, from `start`; returns (trainable weights, examples, metrics).
+
+  With `anchor` (a structure like the trainable weights) every step is Fed+'s two-step rule, eq. (14):
+      w <- kappa * step(w) + (1 - kappa) * anchor,
+  which for SGD with learning rate eta and kappa = 1 / (1 + eta sigma) is gradient descent with step
+  eta kappa on f_k(w) + (sigma / 2)||w - anchor||^2 (Prop. 1). The optimizer starts from its initial state.
+  `metrics` are the model's unfinalized metrics, accumulated on top of what the model already holds.
+
+  Weights are assigned, the batches run and the metrics read inside one `tf.function`, so that the
+  assignments are ordered before the forward passes in graph mode.
+  """
+
+  @tf.function
+  def run(start, dataset, anchor):
+    model_weights = tff.learning.models.ModelWeights.from_model(model)
+    tf.nest.map_structure(lambda variable, value: variable.assign(value), model_weights, start)
+    trainable = model_weights.trainable
+    optimizer_state = optimizer.initialize(tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable))
+    num_examples = tf.constant(0, tf.int64)
+    for batch in dataset:
+      with tf.GradientTape() as tape:
+        output = model.forward_pass(batch, training=True)
+      gradients = tape.gradient(output.loss, trainable)
+      optimizer_state, stepped = optimizer.next(optimizer_state, tuple(trainable), tuple(gradients))
+      if anchor is not None:
+        stepped = tf.nest.map_structure(lambda w, a: kappa * w + (1.0 - kappa) * a, list(stepped), list(anchor))
+      tf.nest.map_structure(lambda variable, value: variable.assign(value), list(trainable), list(stepped))
+      num_examples += tf.cast(output.num_examples, tf.int64)
+    return (
+        tuple(tf.identity(v) for v in trainable),
+        num_examples,
+        collections.OrderedDict(model.report_local_unfinalized_metrics()),
+    )
+
+  return run(start, dataset, anchor)

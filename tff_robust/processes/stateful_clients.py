@@ -1,0 +1,155 @@
+"""Learning processes whose clients keep a state between rounds (personal models): the shared template.
+
+A `tff.learning.templates.LearningProcess` cannot carry per-client state: its `next` takes exactly
+(server state, client data). A `StatefulClientProcess` is a `tff.templates.IterativeProcess` with
+    next(server_state, cohort data, cohort client states) -> (server_state, cohort client states, metrics),
+in the pattern of TFF's stateful-clients example. A round is FedAvg's structure around a client update that
+also reads and rewrites the client's state:
+    broadcast the global model w -> each client k: (update_k, weight_k, new state_k, metrics_k)
+    = client_update(w, state_k, data_k) -> aggregate the updates -> server optimizer on w.
+The simulation driver (`tff_robust.simulation.stateful_training_loop`) keeps every client's state in a
+`ClientStateStore` between its visits.
+"""
+
+import collections
+from typing import Callable, NamedTuple
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+
+class StatefulClientOutput(NamedTuple):
+  """The result of `StatefulClientProcess.next`."""
+
+  state: object
+  client_states: list
+  metrics: object
+
+
+class StatefulClientProcess(tff.templates.IterativeProcess):
+  """`IterativeProcess` with `next(state, client_data, client_states) -> StatefulClientOutput`.
+
+  Besides `initialize` and `next`:
+    - `get_model_weights(state)`: the global model (a `tff.learning.models.ModelWeights`);
+    - `initial_client_state(state)`: the state of a client before its first visit, from the server state
+      (e.g. the initial global model: Fed+ Algorithm 1, line 2);
+    - `personal_model_weights(global_weights, client_state)`: the model a client predicts with.
+  """
+
+  def __init__(self, initialize_fn, next_fn, *, get_model_weights, initial_client_state,
+               personal_model_weights: Callable):
+    super().__init__(initialize_fn, next_fn)
+    self._get_model_weights = get_model_weights
+    self._initial_client_state = initial_client_state
+    self._personal_model_weights = personal_model_weights
+
+  def next(self, state, client_data, client_states) -> StatefulClientOutput:
+    if len(client_data) != len(client_states):
+      raise ValueError(
+          f'client_data and client_states must have one entry per cohort client, got {len(client_data)} '
+          f'and {len(client_states)}'
+      )
+    state, client_states, metrics = super().next(state, client_data, client_states)
+    return StatefulClientOutput(state, list(client_states), metrics)
+
+  def get_model_weights(self, state) -> tff.learning.models.ModelWeights:
+    return self._get_model_weights(state)
+
+  def initial_client_state(self, state):
+    return self._initial_client_state(state)
+
+  def personal_model_weights(self, global_weights, client_state) -> tff.learning.models.ModelWeights:
+    return self._personal_model_weights(global_weights, client_state)
+
+
+def model_types(model_fn, metrics_aggregator):
+  """(dataset type, `ModelWeights` type, metrics aggregation function) of the model `model_fn` builds."""
+  with tf.Graph().as_default():
+    model = model_fn()
+    if not isinstance(model, tff.learning.models.VariableModel):
+      raise TypeError(f'model_fn must return a tff.learning.models.VariableModel, got {type(model)}')
+    metrics_aggregation_fn = metrics_aggregator(model.metric_finalizers())
+  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
+  return data_type, tff.learning.models.weights_type_from_model(model), metrics_aggregation_fn
+
+
+def build_stateful_client_process(
+    model_fn: Callable[[], tff.learning.models.VariableModel],
+    client_update_fn: Callable,
+    client_state_type_fn: Callable,
+    aggregator_factory: tff.aggregators.WeightedAggregationFactory,
+    server_optimizer: tff.learning.optimizers.Optimizer,
+    *,
+    initial_client_state: Callable,
+    personal_model_weights: Callable,
+    metrics_aggregator=tff.learning.metrics.sum_then_finalize,
+) -> StatefulClientProcess:
+  """Builds the round above from an algorithm's client update.
+
+  Args:
+    model_fn: no-arg callable returning a `tff.learning.models.VariableModel`.
+    client_update_fn: called with (weights type, client state type, data type); returns a
+      `tff.tensorflow.computation` (global weights, client state, dataset) -> (update, update weight,
+      new client state, unfinalized model metrics). The update has the trainable weights' structure and,
+      as in TFF's model-delta client work, is the global model minus the client's model: the server
+      optimizer applies the aggregate as a gradient.
+    client_state_type_fn: maps the model's `ModelWeights` type to the `tff.Type` of one client's state.
+    aggregator_factory: a `WeightedAggregationFactory` for the updates (created with float32 weights).
+    server_optimizer: a `tff.learning.optimizers.Optimizer`; SGD with learning rate 1 adds the aggregate.
+    initial_client_state: Python callable server state -> a client's state before its first visit.
+    personal_model_weights: Python callable (global `ModelWeights`, client state) -> `ModelWeights`.
+    metrics_aggregator: as for `tff.learning.algorithms.build_weighted_fed_avg`.
+
+  Returns:
+    A `StatefulClientProcess`. Server state: `global_model_weights`, `aggregator`, `finalizer`. Metrics:
+    `client_work/train` (the model's metrics over the cohort's local training), `aggregator` and
+    `finalizer` (the processes' measurements).
+  """
+  data_type, weights_type, metrics_aggregation_fn = model_types(model_fn, metrics_aggregator)
+  client_state_type = client_state_type_fn(weights_type)
+  client_update = client_update_fn(weights_type, client_state_type, data_type)
+  update_type = client_update.type_signature.result[0]
+  aggregator = aggregator_factory.create(update_type, tff.TensorType(np.float32))
+  finalizer = tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer, weights_type)
+
+  @tff.tensorflow.computation
+  def initial_model_weights_fn():
+    return tff.learning.models.ModelWeights.from_model(model_fn())
+
+  @tff.federated_computation()
+  def initialize_fn():
+    return tff.federated_zip(collections.OrderedDict(
+        global_model_weights=tff.federated_eval(initial_model_weights_fn, tff.SERVER),
+        aggregator=aggregator.initialize(),
+        finalizer=finalizer.initialize(),
+    ))
+
+  @tff.federated_computation(
+      initialize_fn.type_signature.result,
+      tff.FederatedType(data_type, tff.CLIENTS),
+      tff.FederatedType(client_state_type, tff.CLIENTS),
+  )
+  def next_fn(state, client_data, client_states):
+    outputs = tff.federated_map(client_update, (
+        tff.federated_broadcast(state.global_model_weights), client_states, client_data,
+    ))
+    update, weight, new_client_states, model_metrics = outputs[0], outputs[1], outputs[2], outputs[3]
+    aggregated = aggregator.next(state.aggregator, update, weight)
+    finalized = finalizer.next(state.finalizer, state.global_model_weights, aggregated.result)
+    new_state = tff.federated_zip(collections.OrderedDict(
+        global_model_weights=finalized.result, aggregator=aggregated.state, finalizer=finalized.state,
+    ))
+    metrics = tff.federated_zip(collections.OrderedDict(
+        client_work=tff.federated_zip(collections.OrderedDict(train=metrics_aggregation_fn(model_metrics))),
+        aggregator=aggregated.measurements,
+        finalizer=finalized.measurements,
+    ))
+    return new_state, new_client_states, metrics
+
+  return StatefulClientProcess(
+      initialize_fn, next_fn,
+      get_model_weights=lambda state: state['global_model_weights'],
+      initial_client_state=initial_client_state,
+      personal_model_weights=personal_model_weights,
+  )

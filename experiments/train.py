@@ -15,7 +15,9 @@ from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+from tff_robust.aggregators import delta_median
 from tff_robust.processes import delta_fl
+from tff_robust.processes import fedplus
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
@@ -67,6 +69,30 @@ _QUANTILE_PASSES = flags.DEFINE_integer(
 )
 _THRESHOLD_PERIOD = flags.DEFINE_integer(
     'threshold_period', 1, 'delta_fl: recompute the threshold every this many rounds (T_eta).', lower_bound=1
+)
+_FEDPLUS_SIGMA = flags.DEFINE_float(
+    'fedplus_sigma', 1.0, 'fedplus_*: proximal penalty sigma >= 0 (kappa = 1 / (1 + lr sigma)).', lower_bound=0.0
+)
+_FEDPLUS_DELTA = flags.DEFINE_float(
+    'fedplus_delta', fedplus.DEFAULT_DELTA, 'fedplus_*: smoothing/personalisation threshold delta > 0.',
+    lower_bound=1e-30,
+)
+_LOCAL_INIT_MIXING = flags.DEFINE_float(
+    'local_init_mixing', 0.0, 'fedplus_*: lambda in [0, 1]; local training starts at (1-lambda) w_k + lambda w.',
+    lower_bound=0.0, upper_bound=1.0,
+)
+_FEDPLUS_SOLVER = flags.DEFINE_enum(
+    'fedplus_solver', 'irls', delta_median.SOLVERS,
+    'fedplus_geomed/comed: irls (reweighted means) or fixed_point (the paper\'s iteration (25)).',
+)
+_FEDPLUS_MAX_ITERATIONS = flags.DEFINE_integer(
+    'fedplus_max_iterations', delta_median.DEFAULT_MAX_ITERATIONS,
+    'fedplus_geomed/comed: secure sums per aggregation after the first mean.', lower_bound=1,
+)
+_ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
+    'rounds_per_checkpoint', 0,
+    'Checkpoint every this many rounds (0: never); a run on an output directory with a checkpoint resumes.',
+    lower_bound=0,
 )
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed of client sampling and model initialisation.', lower_bound=0)
 _ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
@@ -123,6 +149,11 @@ def main(argv):
       quantile_method=_QUANTILE_METHOD.value,
       quantile_passes=_QUANTILE_PASSES.value,
       threshold_period=_THRESHOLD_PERIOD.value,
+      fedplus_sigma=_FEDPLUS_SIGMA.value,
+      fedplus_delta=_FEDPLUS_DELTA.value,
+      local_init_mixing=_LOCAL_INIT_MIXING.value,
+      fedplus_solver=_FEDPLUS_SOLVER.value,
+      fedplus_max_iterations=_FEDPLUS_MAX_ITERATIONS.value,
   )
   update_attack = _CORRUPTION.value if _CORRUPTION.value in corruption.UPDATE_ATTACKS else None
   process = algorithms.build_learning_process(
@@ -145,16 +176,20 @@ def main(argv):
       seed=_SEED.value,
       output_dir=output_dir,
       show_progress=_PROGRESS_BAR.value,
+      rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
       summary_extras=dict(
           algorithm=_ALGORITHM.value, task=_TASK.value, seed=_SEED.value, corruption=_CORRUPTION.value,
           corruption_fraction=_CORRUPTION_FRACTION.value,
           corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
           **({'conformity_level': _CONFORMITY_LEVEL.value, 'quantile_method': _QUANTILE_METHOD.value,
               'threshold_period': _THRESHOLD_PERIOD.value} if _ALGORITHM.value == 'delta_fl' else {}),
+          **({'fedplus_sigma': _FEDPLUS_SIGMA.value, 'fedplus_delta': _FEDPLUS_DELTA.value,
+              'local_init_mixing': _LOCAL_INIT_MIXING.value} if _ALGORITHM.value.startswith('fedplus_') else {}),
       ),
   )
   headline = {k: v for k, v in summary.items() if k in ('eval/accuracy', 'eval/mse', 'eval/loss', 'eval/error_mean',
-                                                          'eval/error_p90', 'rounds', 'secure_average_calls')}
+                                                          'eval/error_p90', 'personal/loss_mean', 'personal/error_mean',
+                                                          'rounds', 'secure_average_calls')}
   print(f'{_ALGORITHM.value} on {_TASK.value}: {headline}')
   print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')
   execution_context.stop_local_execution_context()

@@ -126,6 +126,12 @@ def flag_values():
         ('--quantile_method=approximate', 'quantile_method'),
         ('--quantile_passes=0', 'quantile_passes'),
         ('--threshold_period=0', 'threshold_period'),
+        ('--fedplus_sigma=-1', 'fedplus_sigma'),
+        ('--fedplus_delta=0', 'fedplus_delta'),
+        ('--local_init_mixing=1.5', 'local_init_mixing'),
+        ('--fedplus_solver=newton', 'fedplus_solver'),
+        ('--fedplus_max_iterations=0', 'fedplus_max_iterations'),
+        ('--rounds_per_checkpoint=-1', 'rounds_per_checkpoint'),
     ],
 )
 def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
@@ -151,3 +157,23 @@ def test_too_many_clients_per_round_is_a_clear_error(tmp_path):
   result = _train(tmp_path, '--task=digits', '--clients_per_round=31', '--total_rounds=1', timeout=300)
   assert result.returncode != 0
   assert 'clients_per_round must be in [1, 30]' in result.stderr
+
+
+@pytest.mark.parametrize('algorithm', ['fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa',
+                                       'local_only'])
+def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
+  result = _train(tmp_path, '--task=digits_personal', f'--algorithm={algorithm}', '--total_rounds=3',
+                  '--rounds_per_eval=3', '--clients_per_round=5', '--client_learning_rate=0.05')
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, _ = _outputs(tmp_path)
+  assert 0.0 <= summary['personal/error_mean'] < 0.9  # below chance (0.9) after 3 rounds
+  assert summary['personal/error_p10'] <= summary['personal/error_p90']
+  states = os.listdir(tmp_path / 'run' / 'client_states')
+  assert 5 <= len(states) <= 10  # the clients sampled in 3 rounds of 5 out of 10, each stored once
+
+
+def test_stateful_algorithms_refuse_update_corruption(tmp_path):
+  result = _train(tmp_path, '--task=digits', '--algorithm=fedplus_geomed', '--corruption=omniscient',
+                  '--corruption_fraction=0.25')
+  assert result.returncode != 0
+  assert 'fedplus_geomed does not support update corruption' in result.stderr

@@ -244,3 +244,14 @@ def test_save_and_restore_copy_where_hard_links_fail(tmp_path, monkeypatch):
   store.restore(checkpoint)
   assert store.stored_client_ids() == ['a']
   _assert_state_equal(store.get(['a'])[0], _state(1))
+
+
+def test_clear_forgets_every_state_but_not_snapshots(tmp_path):
+  store = client_state_store.ClientStateStore(str(tmp_path / 'live'), [np.zeros(2, np.float32)])
+  store.put(['a', 'b'], [[np.ones(2, np.float32)], [np.full(2, 2.0, np.float32)]])
+  store.save(str(tmp_path / 'snapshot'))
+  store.clear()
+  assert len(store) == 0
+  np.testing.assert_array_equal(store.get(['a'])[0][0], np.zeros(2))
+  store.restore(str(tmp_path / 'snapshot'))
+  np.testing.assert_array_equal(store.get(['b'])[0][0], np.full(2, 2.0))

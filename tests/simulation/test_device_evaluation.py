@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
+from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import digits
 from tff_robust.simulation.tasks import evaluation
 from tff_robust.simulation.tasks import tff_baselines
@@ -83,3 +84,34 @@ def test_bad_split_arguments_are_named():
   client_data = tff.simulation.datasets.TestClientData({f'c{i}': [float(i)] for i in range(4)})
   with pytest.raises(ValueError, match=r'test_fraction must be in \(0, 1\)'):
     tff_baselines.split_by_device(client_data, test_fraction=1.0)
+
+
+def test_personal_test_data_follows_each_clients_label_mixture():
+  clients, (x_test, y_test) = digits.load_client_arrays()
+  personal = digits.split_personal_test_data(clients, x_test, y_test)
+  assert sorted(personal) == sorted(clients)
+  assert sum(len(y) for _, y in personal.values()) == len(y_test)  # every held-out example, once
+  for client_id, (_, y) in personal.items():
+    trained_labels = set(np.unique(clients[client_id][1]))
+    assert set(np.unique(y)) <= trained_labels  # only labels the client has
+  pooled = np.concatenate([x for x, _ in personal.values()])
+  assert {row.tobytes() for row in pooled} == {row.tobytes() for row in x_test}
+
+
+def test_personal_evaluator_scores_each_client_with_its_own_model():
+  clients, (x_test, y_test) = digits.load_client_arrays()
+  arrays = digits.split_personal_test_data(clients, x_test, y_test)
+  evaluator = evaluation.PersonalEvaluator(digits.model_fn, base.client_data_from_arrays(arrays), {})
+  rng = np.random.default_rng(0)
+  template = tff.learning.models.ModelWeights.from_model(digits.model_fn())
+  models = [tff.learning.models.ModelWeights(
+      trainable=[rng.normal(size=w.shape).astype(np.float32) for w in template.trainable], non_trainable=[])
+      for _ in range(2)]
+  first = sorted(arrays)[0]
+  results = evaluator(lambda cid: models[0] if cid == first else models[1])['personal']
+  assert results.device_ids == sorted(arrays) and not results.weighted
+  for index, client_id in enumerate(results.device_ids):
+    x, y = arrays[client_id]
+    loss, error = _numpy_mlp_metrics(models[0 if client_id == first else 1].trainable, x, y)
+    assert results.loss[index] == pytest.approx(loss, rel=1e-4)
+    assert results.error[index] == pytest.approx(error, abs=1e-6)

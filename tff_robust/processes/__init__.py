@@ -2,3 +2,5 @@
 
 from tff_robust.processes.rfa import build_rfa_process
 from tff_robust.processes.delta_fl import build_delta_fl_process
+from tff_robust.processes.fedplus import build_fedplus_process
+from tff_robust.processes.personalized_rfa import build_personalized_rfa_process

@@ -23,16 +23,7 @@ import tensorflow_federated as tff
 from tensorflow_federated.python.learning.templates import model_delta_client_work
 
 from tff_robust.aggregators import federated_counting
-
-
-def _model_types(model_fn, metrics_aggregator):
-  with tf.Graph().as_default():
-    model = model_fn()
-    if not isinstance(model, tff.learning.models.VariableModel):
-      raise TypeError(f'model_fn must return a tff.learning.models.VariableModel, got {type(model)}')
-    metrics_aggregation_fn = metrics_aggregator(model.metric_finalizers())
-  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
-  return data_type, tff.learning.models.weights_type_from_model(model), metrics_aggregation_fn
+from tff_robust.processes import model_types
 
 
 def build_filtering_client_work(
@@ -57,7 +48,7 @@ def build_filtering_client_work(
   `empty_round`, `empty_rounds` (cumulative), `num_nonfinite_losses`, `secure_average_calls` (quantile
   passes this round) and `quantile` (the quantile process's own measurements).
   """
-  data_type, weights_type, metrics_aggregation_fn = _model_types(model_fn, metrics_aggregator)
+  data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
   loss_type = tff.TensorType(np.float32)
   quantile_process = None if quantile_factory is None else quantile_factory.create(loss_type, loss_type)
   initial_hparams = client_optimizer.get_hparams(  # as TFF's model-delta client work does

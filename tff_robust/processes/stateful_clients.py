@@ -15,8 +15,9 @@ import collections
 from typing import Callable, NamedTuple
 
 import numpy as np
-import tensorflow as tf
 import tensorflow_federated as tff
+
+from tff_robust.processes import model_types
 
 
 class StatefulClientOutput(NamedTuple):
@@ -34,7 +35,8 @@ class StatefulClientProcess(tff.templates.IterativeProcess):
     - `get_model_weights(state)`: the global model (a `tff.learning.models.ModelWeights`);
     - `initial_client_state(state)`: the state of a client before its first visit, from the server state
       (e.g. the initial global model: Fed+ Algorithm 1, line 2);
-    - `personal_model_weights(global_weights, client_state)`: the model a client predicts with.
+    - `personal_model_weights(global_weights, client_state)`: the model a client predicts with;
+    - `set_model_weights(state, model_weights)`: the state with another global model (e.g. drawn per seed).
   """
 
   def __init__(self, initialize_fn, next_fn, *, get_model_weights, initial_client_state,
@@ -56,22 +58,14 @@ class StatefulClientProcess(tff.templates.IterativeProcess):
   def get_model_weights(self, state) -> tff.learning.models.ModelWeights:
     return self._get_model_weights(state)
 
+  def set_model_weights(self, state, model_weights: tff.learning.models.ModelWeights):
+    return collections.OrderedDict(state, global_model_weights=model_weights)
+
   def initial_client_state(self, state):
     return self._initial_client_state(state)
 
   def personal_model_weights(self, global_weights, client_state) -> tff.learning.models.ModelWeights:
     return self._personal_model_weights(global_weights, client_state)
-
-
-def model_types(model_fn, metrics_aggregator):
-  """(dataset type, `ModelWeights` type, metrics aggregation function) of the model `model_fn` builds."""
-  with tf.Graph().as_default():
-    model = model_fn()
-    if not isinstance(model, tff.learning.models.VariableModel):
-      raise TypeError(f'model_fn must return a tff.learning.models.VariableModel, got {type(model)}')
-    metrics_aggregation_fn = metrics_aggregator(model.metric_finalizers())
-  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
-  return data_type, tff.learning.models.weights_type_from_model(model), metrics_aggregation_fn
 
 
 def build_stateful_client_process(
@@ -106,7 +100,7 @@ def build_stateful_client_process(
     `client_work/train` (the model's metrics over the cohort's local training), `aggregator` and
     `finalizer` (the processes' measurements).
   """
-  data_type, weights_type, metrics_aggregation_fn = model_types(model_fn, metrics_aggregator)
+  data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
   client_state_type = client_state_type_fn(weights_type)
   client_update = client_update_fn(weights_type, client_state_type, data_type)
   update_type = client_update.type_signature.result[0]

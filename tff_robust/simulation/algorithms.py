@@ -1,21 +1,28 @@
 """Learning algorithms selectable by name (the runner's `--algorithm`)."""
 
 import dataclasses
-from typing import Optional
+from typing import Optional, Union
 
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import baselines
 from tff_robust.aggregators import gathering
+from tff_robust.aggregators import delta_median
 from tff_robust.processes import delta_fl
+from tff_robust.processes import fedplus
+from tff_robust.processes import personalized_rfa
 from tff_robust.processes import rfa
+from tff_robust.processes import stateful_clients
 from tff_robust.simulation import update_corruption_process
 
 ALGORITHM_NAMES = (
     'fedavg', 'rfa', 'rfa_one_step',
     'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
     'delta_fl',
+    'fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only',
 )
+# Algorithms whose clients keep a state between rounds (`StatefulClientProcess`).
+STATEFUL_ALGORITHM_NAMES = ('fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +41,11 @@ class AlgorithmConfig:
   quantile_method: str = 'exact'
   quantile_passes: int = delta_fl.DEFAULT_QUANTILE_PASSES
   threshold_period: int = 1
+  fedplus_sigma: float = 1.0
+  fedplus_delta: float = fedplus.DEFAULT_DELTA
+  local_init_mixing: float = 0.0
+  fedplus_solver: str = 'irls'
+  fedplus_max_iterations: int = delta_median.DEFAULT_MAX_ITERATIONS
 
 
 def model_aggregator(name: str, config: AlgorithmConfig) -> tff.aggregators.WeightedAggregationFactory:
@@ -54,8 +66,15 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> tff.aggregators.Weig
     return baselines.bulyan_factory(config.num_byzantine)
   if name == 'norm_clipping':
     return baselines.norm_clipping_factory(config.clipping_norm)
-  if name == 'delta_fl':
+  if name in ('delta_fl', 'local_only'):
     return tff.aggregators.MeanFactory(no_nan_division=True)
+  if name.startswith('fedplus_'):
+    return fedplus.fedplus_aggregator(
+        name.removeprefix('fedplus_'), config.fedplus_delta, solver=config.fedplus_solver,
+        max_iterations=config.fedplus_max_iterations,
+    )
+  if name == 'personalized_rfa':
+    return rfa.rfa_aggregator(num_passes=config.rfa_num_passes, smoothing=config.rfa_smoothing)
   raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
 
 
@@ -67,7 +86,7 @@ def build_learning_process(
     clients_per_round: Optional[int] = None,
     update_attack: Optional[str] = None,
     seed: int = 0,
-) -> tff.learning.templates.LearningProcess:
+) -> Union[tff.learning.templates.LearningProcess, stateful_clients.StatefulClientProcess]:
   """Builds algorithm `name` with client and server SGD.
 
   `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`, the aggregator of
@@ -78,18 +97,35 @@ def build_learning_process(
   `delta_fl` is `tff_robust.processes.delta_fl.build_delta_fl_process` with the config's conformity level,
   quantile method, passes and threshold period.
 
+  The `STATEFUL_ALGORITHM_NAMES` return a `StatefulClientProcess`: `fedplus_<variant>` is
+  `build_fedplus_process` (sigma, delta, lambda = local_init_mixing, the paper's unweighted mean),
+  `personalized_rfa` is `build_personalized_rfa_process` (RFA's passes and smoothing) and `local_only` is
+  Fed+ with sigma = 0 and lambda = 0 (Table 1: local training, the global model plays no part).
+
   Raises:
     ValueError: for an unknown name, a cohort of `clients_per_round` too small for the algorithm, or an
-      update attack with `delta_fl` (its client work has no corruption flag).
+      update attack with `delta_fl` or a stateful algorithm (their client work has no corruption flag).
   """
   aggregator = model_aggregator(name, config)
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
     aggregator.check_clients_per_round(clients_per_round)
   client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.client_learning_rate)
   server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.server_learning_rate)
+  if update_attack is not None and (name == 'delta_fl' or name in STATEFUL_ALGORITHM_NAMES):
+    raise ValueError(f'{name} does not support update corruption ({update_attack!r}); use data corruption')
+  if name in ('local_only',) or name.startswith('fedplus_'):
+    return fedplus.build_fedplus_process(
+        model_fn, client_optimizer, variant='avg' if name == 'local_only' else name.removeprefix('fedplus_'),
+        sigma=0.0 if name == 'local_only' else config.fedplus_sigma, delta=config.fedplus_delta,
+        local_init_mixing=0.0 if name == 'local_only' else config.local_init_mixing,
+        model_aggregator=aggregator, server_optimizer_fn=server_optimizer,
+    )
+  if name == 'personalized_rfa':
+    return personalized_rfa.build_personalized_rfa_process(
+        model_fn, client_optimizer, server_optimizer, num_passes=config.rfa_num_passes,
+        smoothing=config.rfa_smoothing,
+    )
   if name == 'delta_fl':
-    if update_attack is not None:
-      raise ValueError(f'delta_fl does not support update corruption ({update_attack!r}); use data corruption')
     return delta_fl.build_delta_fl_process(
         model_fn, client_optimizer, server_optimizer, conformity_level=config.conformity_level,
         quantile_method=config.quantile_method, quantile_passes=config.quantile_passes,

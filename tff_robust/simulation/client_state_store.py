@@ -295,6 +295,11 @@ class ClientStateStore:
     """Sorted ids of the clients with a stored state."""
     return sorted(self._stored_files().values())
 
+  def clear(self) -> None:
+    """Forgets every stored state: all clients are back to the initial state (snapshots are unaffected)."""
+    for name in self._stored_files():
+      os.remove(os.path.join(self._directory, name))
+
   def save(self, checkpoint_dir: str) -> None:
     """Snapshots the current states into `checkpoint_dir` (created if missing).
 

@@ -12,6 +12,9 @@ import numpy as np
 import tensorflow_federated as tff
 import tqdm
 
+from tff_robust.processes import stateful_clients
+from tff_robust.simulation import checkpoints
+from tff_robust.simulation import client_state_store
 from tff_robust.simulation import metrics_utils
 from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import evaluation
@@ -34,6 +37,7 @@ def run_training(
     show_progress: bool = True,
     summary_extras: Optional[dict] = None,
     initial_model_weights: Optional[tff.learning.models.ModelWeights] = None,
+    rounds_per_checkpoint: int = 0,
 ) -> dict[str, float]:
   """Trains for `total_rounds` rounds and writes `metrics.csv`, TensorBoard logs and `summary.json`.
 
@@ -43,6 +47,16 @@ def run_training(
 
   `initial_model_weights` (e.g. drawn per seed) replace the process's own initial model, which is the same
   for every run of one process.
+
+  A `StatefulClientProcess` (Fed+, personalized RFA) gets its cohort's client states from a
+  `ClientStateStore` in `<output_dir>/client_states` and writes them back after the round. Tasks with
+  `personal_test_data` get the distribution of each client's own model on its own held-out data
+  (`personal/loss_mean`, `personal/error_p90`, ...): the personal models of a stateful process, the global
+  model otherwise.
+
+  With `rounds_per_checkpoint` > 0 the run is checkpointed every that many rounds in
+  `<output_dir>/checkpoints` (`checkpoints.RunCheckpointer`: server state, sampler RNG, counters and client
+  states), and a run started on an output directory with a checkpoint resumes from the newest readable one.
 
   Tasks with a `device_evaluator` also get the per-device distributions (`train/loss_p90`,
   `eval/error_mean`, ...; see `evaluation.distribution_summary`) at each evaluation, and `devices.csv`
@@ -59,27 +73,53 @@ def run_training(
         f'clients_per_round must be in [1, {len(client_ids)}] for task {task.name!r}, got {clients_per_round}'
     )
   os.makedirs(output_dir, exist_ok=True)
+  rng = np.random.default_rng(seed)
+  state = process.initialize()
+  if initial_model_weights is not None:
+    state = process.set_model_weights(state, initial_model_weights)
+  stateful = isinstance(process, stateful_clients.StatefulClientProcess)
+  store = client_state_store.ClientStateStore(
+      os.path.join(output_dir, 'client_states'), process.initial_client_state(state)
+  ) if stateful else None
+  checkpointer = (checkpoints.RunCheckpointer(os.path.join(output_dir, 'checkpoints'), store)
+                  if rounds_per_checkpoint else None)
+  progress_state = collections.OrderedDict(
+      server_state=state, rng=checkpoints.rng_state_to_json(rng), secure_average_calls=0,
+      round_seconds=np.zeros([0], np.float64),
+  )
+  first_round = 1
+  restored = checkpointer.restore_latest(progress_state) if checkpointer else None
+  if restored is not None:
+    last_round, progress_state = restored
+    first_round = last_round + 1
+    state, rng = progress_state['server_state'], checkpoints.rng_from_json(progress_state['rng'])
+  elif stateful:
+    store.clear()  # a fresh run: no states from an earlier run in this directory
   csv_path = os.path.join(output_dir, 'metrics.csv')
-  if os.path.exists(csv_path):
+  if restored is None and os.path.exists(csv_path):
     os.remove(csv_path)
   release_managers = [
       tff.program.CSVFileReleaseManager(csv_path, key_fieldname='round'),
       tff.program.TensorBoardReleaseManager(os.path.join(output_dir, 'tensorboard')),
   ]
-  rng = np.random.default_rng(seed)
-  state = process.initialize()
-  if initial_model_weights is not None:
-    state = process.set_model_weights(state, initial_model_weights)
-  secure_average_calls = 0
-  round_seconds = []
+  secure_average_calls = int(progress_state['secure_average_calls'])
+  round_seconds = list(progress_state['round_seconds'])
+  personal_evaluator = (
+      None if task.personal_test_data is None
+      else evaluation.PersonalEvaluator(task.model_fn, task.personal_test_data, {})
+  )
   released: dict[str, float] = {}
   device_metrics = None
-  progress = tqdm.trange(1, total_rounds + 1, desc=task.name, unit='round', disable=not show_progress)
+  progress = tqdm.trange(first_round, total_rounds + 1, desc=task.name, unit='round', disable=not show_progress)
   for round_num in progress:
-    cohort = rng.choice(client_ids, size=clients_per_round, replace=False)
+    cohort = list(rng.choice(client_ids, size=clients_per_round, replace=False))
     client_data = [client_data_fn(cid) for cid in cohort]
     start = time.perf_counter()
-    output = process.next(state, client_data)
+    if stateful:
+      output = process.next(state, client_data, store.get(cohort))
+      store.put(cohort, output.client_states)
+    else:
+      output = process.next(state, client_data)
     round_seconds.append(time.perf_counter() - start)
     state = output.state
     round_metrics = metrics_utils.flatten_metrics(output.metrics)
@@ -95,13 +135,21 @@ def run_training(
       model_weights = process.get_model_weights(state)
       held_out = task.evaluate(model_weights)
       released.update((f'eval/{key}', value) for key, value in held_out.items())
+      device_metrics = {}
       if task.device_evaluator is not None:
-        device_metrics = task.device_evaluator(model_weights)
-        released.update(evaluation.distribution_summary(device_metrics))
+        device_metrics.update(task.device_evaluator(model_weights))
+      if personal_evaluator is not None:
+        device_metrics.update(personal_evaluator(_personal_weights(process, store, model_weights)))
+      released.update(evaluation.distribution_summary(device_metrics))
     _release(release_managers, released, round_num)
     progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
+    if checkpointer is not None and round_num % rounds_per_checkpoint == 0:
+      checkpointer.save(round_num, collections.OrderedDict(
+          server_state=state, rng=checkpoints.rng_state_to_json(rng), secure_average_calls=secure_average_calls,
+          round_seconds=np.asarray(round_seconds, np.float64),
+      ))
   summary = collections.OrderedDict(
-      (key, value) for key, value in released.items() if key.startswith(('eval/', 'train/'))
+      (key, value) for key, value in released.items() if key.startswith(('eval/', 'train/', 'personal/'))
   )
   summary.update(
       rounds=total_rounds,
@@ -109,11 +157,18 @@ def run_training(
       seconds_per_round=float(np.mean(round_seconds)) if round_seconds else 0.0,
   )
   summary.update(summary_extras or {})
-  if device_metrics is not None:
+  if device_metrics:
     _write_device_rows(os.path.join(output_dir, 'devices.csv'), evaluation.device_rows(device_metrics))
   with open(os.path.join(output_dir, 'summary.json'), 'w') as f:
     json.dump(summary, f, indent=2)
   return summary
+
+
+def _personal_weights(process, store, global_weights) -> Callable[[str], tff.learning.models.ModelWeights]:
+  """client id -> the model that client predicts with: its personal model, or the global one."""
+  if store is None:
+    return lambda client_id: global_weights
+  return lambda client_id: process.personal_model_weights(global_weights, store.get([client_id])[0])
 
 
 def _write_device_rows(path: str, rows: list[dict]) -> None:

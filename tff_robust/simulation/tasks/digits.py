@@ -57,6 +57,18 @@ def split_test_devices(x_test, y_test, *, num_devices: int = 12, label_concentra
   return {f'test_device_{c:03d}': (x_test[owner == c], y_test[owner == c]) for c in range(num_devices)}
 
 
+def split_personal_test_data(clients: dict, x_test, y_test, *, split_seed: int = 0) -> dict:
+  """Each training client's own held-out data, for personal models (personalized RFA, Fed+): every held-out
+  example of label c goes to client k with probability n_kc / n_c, its share of label c in training, so a
+  client's held-out data follows its own label mixture (about 12 examples each for 30 clients). The
+  training clients are unchanged."""
+  client_ids = sorted(clients)
+  counts = np.array([np.bincount(clients[cid][1], minlength=NUM_CLASSES) for cid in client_ids], np.float64)
+  rng = np.random.default_rng(split_seed + 2)
+  owner = np.array([rng.choice(len(client_ids), p=counts[:, label] / counts[:, label].sum()) for label in y_test])
+  return {cid: (x_test[owner == k], y_test[owner == k]) for k, cid in enumerate(client_ids)}
+
+
 def _dirichlet_owners(labels, num_owners, concentration, rng):
   """Owner of each example: each label's examples are cut by Dirichlet shares; redrawn until every owner
   holds at least _MIN_EXAMPLES_PER_CLIENT examples (a few draws at most)."""
@@ -99,8 +111,9 @@ def model_fn() -> tff.learning.models.VariableModel:
 
 
 def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_clients: int = 30) -> base.Task:
-  """30 training clients; held-out data pooled (`evaluate`) and split into 12 unseen test devices
-  (`device_evaluator`)."""
+  """30 training clients; held-out data pooled (`evaluate`), split into 12 unseen test devices
+  (`device_evaluator`) and, separately, over the training clients by their label mixtures
+  (`personal_test_data`)."""
   clients, (x_test, y_test) = load_client_arrays(num_clients=num_clients)
   train_data = base.client_data_from_arrays(clients)
   test_devices = base.client_data_from_arrays(split_test_devices(x_test, y_test))
@@ -114,4 +127,5 @@ def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_cl
           'train': evaluation.DeviceGroup(train_data, batch, weighted=True),
           'eval': evaluation.DeviceGroup(test_devices, batch, weighted=False),
       }, {}),
+      personal_test_data=base.client_data_from_arrays(split_personal_test_data(clients, x_test, y_test)),
   )

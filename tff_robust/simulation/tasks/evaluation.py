@@ -102,6 +102,18 @@ class DeviceMetrics:
   weighted: bool
 
 
+def _device_metrics(device_ids: list, metrics: list[dict], weighted: bool) -> DeviceMetrics:
+  """DeviceMetrics from each device's finalized metrics; error = 1 - accuracy where there is an accuracy."""
+  accuracy = [m['accuracy'] for m in metrics] if metrics and 'accuracy' in metrics[0] else None
+  return DeviceMetrics(
+      device_ids=device_ids,
+      num_examples=np.array([m['num_examples'] for m in metrics], np.float64),
+      loss=np.array([m['loss'] for m in metrics]),
+      error=None if accuracy is None else 1.0 - np.array(accuracy),
+      weighted=weighted,
+  )
+
+
 class DeviceEvaluator:
   """Evaluates model weights on every device of each group separately.
 
@@ -124,16 +136,35 @@ class DeviceEvaluator:
     metrics_on = self._runner.with_weights(model_weights)
     results = {}
     for name, datasets in self._datasets.items():
-      metrics = [metrics_on(dataset) for _, dataset in datasets]
-      accuracy = [m['accuracy'] for m in metrics] if metrics and 'accuracy' in metrics[0] else None
-      results[name] = DeviceMetrics(
-          device_ids=[cid for cid, _ in datasets],
-          num_examples=np.array([m['num_examples'] for m in metrics], np.float64),
-          loss=np.array([m['loss'] for m in metrics]),
-          error=None if accuracy is None else 1.0 - np.array(accuracy),
+      results[name] = _device_metrics(
+          [cid for cid, _ in datasets], [metrics_on(dataset) for _, dataset in datasets],
           weighted=self._groups[name].weighted,
       )
     return results
+
+
+class PersonalEvaluator:
+  """Evaluates each client's own model on its own held-out data (Fed+ Sec. 5.1: average test performance
+  over parties), as the device group 'personal', unweighted across clients.
+
+  Called with `weights_of(client_id) -> ModelWeights`: a personalisation algorithm's personal models, or the
+  global model for every client (so global and personal algorithms are compared on the same footing).
+  """
+
+  def __init__(self, model_fn, personal_test_data: tff.simulation.datasets.ClientData,
+               metric_names: dict[str, str], batch_size: int = 256):
+    self._runner = _MetricsRunner(model_fn, metric_names)
+    self._datasets = [(cid, personal_test_data.create_tf_dataset_for_client(cid).batch(batch_size))
+                      for cid in personal_test_data.client_ids]
+
+  def __call__(self, weights_of: Callable[[str], tff.learning.models.ModelWeights]) -> dict[str, DeviceMetrics]:
+    metrics, metrics_on_by_weights = [], {}
+    for cid, dataset in self._datasets:
+      weights = weights_of(cid)
+      if id(weights) not in metrics_on_by_weights:  # one model for clients sharing weights (a global model)
+        metrics_on_by_weights[id(weights)] = (weights, self._runner.with_weights(weights))
+      metrics.append(metrics_on_by_weights[id(weights)][1](dataset))
+    return {'personal': _device_metrics([cid for cid, _ in self._datasets], metrics, weighted=False)}
 
 
 def distribution_summary(results: dict[str, DeviceMetrics]) -> dict[str, float]:

@@ -7,7 +7,7 @@ in the pattern of TFF's stateful-clients example. A round is FedAvg's structure 
 also reads and rewrites the client's state:
     broadcast the global model w -> each client k: (update_k, weight_k, new state_k, metrics_k)
     = client_update(w, state_k, data_k) -> aggregate the updates -> server optimizer on w.
-The simulation driver (`tff_robust.simulation.stateful_training_loop`) keeps every client's state in a
+The simulation driver (`tff_robust.simulation.training_loop.run_training`) keeps every client's state in a
 `ClientStateStore` between its visits.
 """
 

@@ -76,6 +76,8 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_same_personal_models(tas
     _run(task, process, resumed, client_data_fn=_killing_after(task, 5))  # checkpoints at rounds 2 and 4
   _run(task, process, resumed)
   _assert_same_run(str(tmp_path / 'reference'), resumed, process, task)
+  _run(task, process, resumed)  # a finished run started again resumes at its last round and only re-evaluates
+  _assert_same_run(str(tmp_path / 'reference'), resumed, process, task)
   with open(os.path.join(resumed, 'metrics.csv')) as f:
     rounds = [int(line.split(',')[0]) for line in f.readlines()[1:]]
   assert rounds == list(range(1, _ROUNDS + 1))  # round 5 released once, after the resume

@@ -132,15 +132,8 @@ def run_training(
     )
     released.update((key, value) for key, value in round_metrics.items() if key.startswith('aggregator/'))
     if round_num % rounds_per_eval == 0 or round_num == total_rounds:
-      model_weights = process.get_model_weights(state)
-      held_out = task.evaluate(model_weights)
-      released.update((f'eval/{key}', value) for key, value in held_out.items())
-      device_metrics = {}
-      if task.device_evaluator is not None:
-        device_metrics.update(task.device_evaluator(model_weights))
-      if personal_evaluator is not None:
-        device_metrics.update(personal_evaluator(_personal_weights(process, store, model_weights)))
-      released.update(evaluation.distribution_summary(device_metrics))
+      evaluated, device_metrics = _evaluate(process, task, state, store, personal_evaluator)
+      released.update(evaluated)
     _release(release_managers, released, round_num)
     progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
     if checkpointer is not None and round_num % rounds_per_checkpoint == 0:
@@ -148,6 +141,9 @@ def run_training(
           server_state=state, rng=checkpoints.rng_state_to_json(rng), secure_average_calls=secure_average_calls,
           round_seconds=np.asarray(round_seconds, np.float64),
       ))
+  if first_round > total_rounds:  # resumed from a checkpoint of the last round: the run had finished
+    released, device_metrics = _evaluate(process, task, state, store, personal_evaluator)
+    released.update(_last_released_row(csv_path, total_rounds))
   summary = collections.OrderedDict(
       (key, value) for key, value in released.items() if key.startswith(('eval/', 'train/', 'personal/'))
   )
@@ -162,6 +158,32 @@ def run_training(
   with open(os.path.join(output_dir, 'summary.json'), 'w') as f:
     json.dump(summary, f, indent=2)
   return summary
+
+
+def _evaluate(process, task, state, store, personal_evaluator) -> tuple[dict, dict]:
+  """(released `eval/*`, per-device and `personal/*` metrics; the per-device results) of the global model."""
+  model_weights = process.get_model_weights(state)
+  released = collections.OrderedDict(
+      (f'eval/{key}', value) for key, value in task.evaluate(model_weights).items()
+  )
+  device_metrics = {}
+  if task.device_evaluator is not None:
+    device_metrics.update(task.device_evaluator(model_weights))
+  if personal_evaluator is not None:
+    device_metrics.update(personal_evaluator(_personal_weights(process, store, model_weights)))
+  released.update(evaluation.distribution_summary(device_metrics))
+  return released, device_metrics
+
+
+def _last_released_row(csv_path: str, round_num: int) -> dict[str, float]:
+  """The `train/*` values released for `round_num` in metrics.csv (empty if it has no such row)."""
+  if not os.path.exists(csv_path):
+    return {}
+  with open(csv_path, newline='') as f:
+    rows = [row for row in csv.DictReader(f) if int(row['round']) == round_num]
+  if not rows:
+    return {}
+  return {key: float(value) for key, value in rows[-1].items() if key.startswith('train/') and value != ''}
 
 
 def _personal_weights(process, store, global_weights) -> Callable[[str], tff.learning.models.ModelWeights]:

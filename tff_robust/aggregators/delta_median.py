@@ -84,14 +84,10 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
       raise ValueError(f'norm must be one of {NORMS}, got {norm!r}')
     if solver not in SOLVERS:
       raise ValueError(f'solver must be one of {SOLVERS}, got {solver!r}')
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.number)) or not (
-        np.isfinite(delta) and delta > 0):
-      raise ValueError(f'delta must be a finite number > 0, got {delta!r}')
+    delta = type_checks.check_number('delta', delta, minimum=0.0, strict=True)
+    tolerance = type_checks.check_number('tolerance', tolerance, minimum=0.0)
     if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1:
       raise ValueError(f'max_iterations must be an integer >= 1, got {max_iterations!r}')
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.number)) or not (
-        np.isfinite(tolerance) and tolerance >= 0):
-      raise ValueError(f'tolerance must be a finite number >= 0, got {tolerance!r}')
     if sum_factory is None:
       sum_factory = tff.aggregators.SumFactory()
     if not isinstance(sum_factory, tff.aggregators.UnweightedAggregationFactory):
@@ -99,10 +95,10 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
           f'sum_factory must be a tff.aggregators.UnweightedAggregationFactory, got {type(sum_factory)}'
       )
     self._norm = norm
-    self._delta = float(delta)
+    self._delta = delta
     self._solver = solver
     self._max_iterations = int(max_iterations)
-    self._tolerance = float(tolerance)
+    self._tolerance = tolerance
     self._sum_factory = sum_factory
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:

@@ -1,5 +1,7 @@
 """Argument checks shared by the aggregation factories, with errors that name the argument."""
 
+from typing import Optional
+
 import numpy as np
 import tensorflow_federated as tff
 
@@ -20,6 +22,20 @@ def check_float_scalar(name: str, type_spec) -> None:
       and tuple(type_spec.shape) == ()
   ):
     raise TypeError(f'{name} must be a floating scalar tff.TensorType, got {type_spec!r}')
+
+
+def check_number(name: str, value, *, minimum: float, strict: bool = False, maximum: Optional[float] = None) -> float:
+  """`value` as a float, if it is a finite real number >= `minimum` (> if `strict`) and <= `maximum`.
+
+  Raises:
+    ValueError: naming `name` and the allowed range, for a bool, a non-number, NaN/Inf or a value outside.
+  """
+  low = f'> {minimum:g}' if strict else f'>= {minimum:g}'
+  allowed = low if maximum is None else f'in {"(" if strict else "["}{minimum:g}, {maximum:g}]'
+  if (isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value)
+      or value < minimum or (strict and value == minimum) or (maximum is not None and value > maximum)):
+    raise ValueError(f'{name} must be a finite number {allowed}, got {value!r}')
+  return float(value)
 
 
 def check_weight_type(weight_type) -> None:

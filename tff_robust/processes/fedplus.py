@@ -19,12 +19,12 @@ lambda=1, sigma=0; local training without FL is sigma=0, lambda=0.
 
 from typing import Optional
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import delta_median
 from tff_robust.aggregators import prox_ops
+from tff_robust.aggregators import type_checks
 from tff_robust.processes import local_training
 from tff_robust.processes import stateful_clients
 
@@ -32,13 +32,6 @@ from tff_robust.processes import stateful_clients
 _PSI_OF_VARIANT = {'avg': 'squared_l2', 'geomed': 'l2', 'comed': 'l1', 'fedprox': None}
 VARIANTS = tuple(_PSI_OF_VARIANT)
 DEFAULT_DELTA = 0.1
-
-
-def _check_nonnegative(name, value, upper=None):
-  if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value) or (
-      value < 0 or (upper is not None and value > upper)):
-    allowed = f'[0, {upper}]' if upper is not None else '>= 0'
-    raise ValueError(f'{name} must be a finite number in {allowed}, got {value!r}')
 
 
 def fedplus_aggregator(
@@ -100,11 +93,9 @@ def build_fedplus_process(
   """
   if variant not in VARIANTS:
     raise ValueError(f'variant must be one of {VARIANTS}, got {variant!r}')
-  _check_nonnegative('sigma', sigma)
-  _check_nonnegative('local_init_mixing', local_init_mixing, upper=1.0)
-  if isinstance(delta, bool) or not isinstance(delta, (int, float, np.number)) or not (
-      np.isfinite(delta) and delta > 0):
-    raise ValueError(f'delta must be a finite number > 0, got {delta!r}')
+  sigma = type_checks.check_number('sigma', sigma, minimum=0.0)
+  mixing = type_checks.check_number('local_init_mixing', local_init_mixing, minimum=0.0, maximum=1.0)
+  delta = type_checks.check_number('delta', delta, minimum=0.0, strict=True)
   if model_aggregator is None:
     model_aggregator = fedplus_aggregator(
         variant, delta, solver=solver, max_iterations=max_iterations, tolerance=tolerance
@@ -113,7 +104,6 @@ def build_fedplus_process(
     server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
   kappa = 1.0 / (1.0 + local_training.learning_rate_of(client_optimizer_fn) * sigma)
   psi = _PSI_OF_VARIANT[variant]
-  mixing = float(local_init_mixing)
 
   def client_update_fn(weights_type, client_state_type, data_type):
 

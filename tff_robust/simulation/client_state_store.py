@@ -109,14 +109,13 @@ def _fsync_directory(directory: str) -> None:
     os.close(fd)
 
 
-def _write_atomically(path: str, write_fn) -> None:
-  """Calls `write_fn(file)` on a temporary file next to `path`, then renames it over `path`."""
+def _replace_atomically(path: str, fill_fn) -> None:
+  """Calls `fill_fn(tmp_path)` to create a temporary file next to `path`, then renames it over `path`; the
+  temporary file is removed if anything fails."""
   fd, tmp_path = tempfile.mkstemp(dir=os.path.dirname(path), prefix=_TMP_PREFIX)
+  os.close(fd)
   try:
-    with os.fdopen(fd, 'wb') as f:
-      write_fn(f)
-      f.flush()
-      os.fsync(f.fileno())
+    fill_fn(tmp_path)
     os.replace(tmp_path, path)
   except BaseException:
     if os.path.exists(tmp_path):
@@ -124,11 +123,22 @@ def _write_atomically(path: str, write_fn) -> None:
     raise
 
 
+def _write_atomically(path: str, write_fn) -> None:
+  """Calls `write_fn(file)` on a temporary file next to `path`, then renames it over `path`."""
+
+  def fill(tmp_path):
+    with open(tmp_path, 'wb') as f:
+      write_fn(f)
+      f.flush()
+      os.fsync(f.fileno())
+
+  _replace_atomically(path, fill)
+
+
 def _link_or_copy(src: str, dst: str) -> None:
   """Makes `dst` a hard link to `src` (a copy where linking fails), replacing `dst` atomically."""
-  fd, tmp_path = tempfile.mkstemp(dir=os.path.dirname(dst), prefix=_TMP_PREFIX)
-  os.close(fd)
-  try:
+
+  def fill(tmp_path):
     os.remove(tmp_path)  # os.link needs a free name; mkstemp only reserved a unique one.
     try:
       os.link(src, tmp_path)
@@ -136,11 +146,8 @@ def _link_or_copy(src: str, dst: str) -> None:
       shutil.copyfile(src, tmp_path)
       with open(tmp_path, 'rb+') as f:
         os.fsync(f.fileno())
-    os.replace(tmp_path, dst)
-  except BaseException:
-    if os.path.exists(tmp_path):
-      os.remove(tmp_path)
-    raise
+
+  _replace_atomically(dst, fill)
 
 
 def _sha256(path: str) -> str:

@@ -2,10 +2,14 @@ r"""Trains a federated model with one of tff_robust's algorithms on a simulation
 
 Example (works offline):
   python -m experiments.train --task=digits --algorithm=rfa
+  python -m experiments.train --task=digits_cohorts --algorithm=mtfeel --clients_per_round=30 \
+      --channel=rayleigh --snr_db=10
 
-Writes <root_output_dir>/<experiment_name>/{metrics.csv, tensorboard/, summary.json}.
+Writes <root_output_dir>/<experiment_name>/{metrics.csv, tensorboard/, summary.json} (MtFEEL also alpha.npy
+and discrepancies.npy).
 """
 
+import math
 import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # before TensorFlow is imported
@@ -15,9 +19,12 @@ from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+from tff_robust.aggregators import channels
 from tff_robust.aggregators import delta_median
+from tff_robust.processes import dde
 from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
+from tff_robust.processes import mtfeel
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
@@ -89,6 +96,41 @@ _FEDPLUS_MAX_ITERATIONS = flags.DEFINE_integer(
     'fedplus_max_iterations', delta_median.DEFAULT_MAX_ITERATIONS,
     'fedplus_geomed/comed: secure sums per aggregation after the first mean.', lower_bound=1,
 )
+_CHANNEL = flags.DEFINE_enum(
+    'channel', 'none', channels.CHANNEL_NAMES,
+    'mtfeel/signsgd uplink for the sign bits: none (error-free), rayleigh (per-bit BPSK over Rayleigh fading), '
+    'outage (block outage, Theorem 3) or bsc (binary symmetric channel).',
+)
+_SNR_DB = flags.DEFINE_float('snr_db', 10.0, 'rayleigh/outage channel: SNR in dB (finite).')
+_FLIP_PROBABILITY = flags.DEFINE_float(
+    'flip_probability', 0.0, 'bsc channel: bit flip probability p in [0, 1].', lower_bound=0.0, upper_bound=1.0
+)
+_OUTAGE_RATE = flags.DEFINE_float(
+    'outage_rate', 1.0, 'outage channel: rate r = d/B > 0 in bits per channel use.', lower_bound=1e-30
+)
+_ON_OUTAGE = flags.DEFINE_enum(
+    'on_outage', 'drop', channels.OUTAGE_ACTIONS, 'outage channel: drop the packet or receive random bits.'
+)
+_ALPHA_LEARNING_RATE = flags.DEFINE_float(
+    'alpha_learning_rate', 0.1, 'mtfeel: step mu >= 0 of the alpha update (0 freezes alpha).', lower_bound=0.0
+)
+_PEN_SCALE = flags.DEFINE_float(
+    'pen_scale', 1.0, 'mtfeel: weight M sqrt((N/2) log(|Lambda|/delta)) >= 0 of the variance penalty of (7).',
+    lower_bound=0.0,
+)
+_MTFEEL_UPDATE_ORDER = flags.DEFINE_enum(
+    'mtfeel_update_order', 'w_then_alpha', mtfeel.UPDATE_ORDERS,
+    'mtfeel: weight the signs with alpha^t (w_then_alpha, Algorithm 2) or alpha^{t+1} (the proof\'s order).',
+)
+_DDE_STEPS = flags.DEFINE_integer(
+    'dde_steps', 20, 'mtfeel: discrepancy-estimation ascent steps before training (0: dhat = 0).', lower_bound=0
+)
+_DDE_LEARNING_RATE = flags.DEFINE_float(
+    'dde_learning_rate', 0.01, 'mtfeel: discrepancy-estimation ascent step > 0.', lower_bound=1e-30
+)
+_DDE_OUTPUT = flags.DEFINE_enum(
+    'dde_output', 'last', dde.OUTPUTS, 'mtfeel: discrepancy estimate at the last step or the running max.'
+)
 _ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
     'rounds_per_checkpoint', 0,
     'Checkpoint every this many rounds (0: never); a run on an output directory with a checkpoint resumes.',
@@ -113,6 +155,9 @@ _CORRUPTION_FRACTION = flags.DEFINE_float(
 )
 _PROGRESS_BAR = flags.DEFINE_bool('progress_bar', True, 'Show a tqdm progress bar.')
 
+flags.register_validator(
+    'snr_db', lambda value: math.isfinite(value), message='--snr_db must be a finite number of dB'
+)
 flags.register_validator(
     'root_output_dir', lambda path: bool(path), message='--root_output_dir must be a non-empty path'
 )
@@ -154,6 +199,17 @@ def main(argv):
       local_init_mixing=_LOCAL_INIT_MIXING.value,
       fedplus_solver=_FEDPLUS_SOLVER.value,
       fedplus_max_iterations=_FEDPLUS_MAX_ITERATIONS.value,
+      channel=_CHANNEL.value,
+      snr_db=_SNR_DB.value,
+      flip_probability=_FLIP_PROBABILITY.value,
+      outage_rate=_OUTAGE_RATE.value,
+      on_outage=_ON_OUTAGE.value,
+      alpha_learning_rate=_ALPHA_LEARNING_RATE.value,
+      pen_scale=_PEN_SCALE.value,
+      mtfeel_update_order=_MTFEEL_UPDATE_ORDER.value,
+      dde_steps=_DDE_STEPS.value,
+      dde_learning_rate=_DDE_LEARNING_RATE.value,
+      dde_output=_DDE_OUTPUT.value,
   )
   update_attack = _CORRUPTION.value if _CORRUPTION.value in corruption.UPDATE_ATTACKS else None
   process = algorithms.build_learning_process(
@@ -185,6 +241,8 @@ def main(argv):
               'threshold_period': _THRESHOLD_PERIOD.value} if _ALGORITHM.value == 'delta_fl' else {}),
           **({'fedplus_sigma': _FEDPLUS_SIGMA.value, 'fedplus_delta': _FEDPLUS_DELTA.value,
               'local_init_mixing': _LOCAL_INIT_MIXING.value} if _ALGORITHM.value.startswith('fedplus_') else {}),
+          **({'channel': _CHANNEL.value, 'snr_db': _SNR_DB.value, 'flip_probability': _FLIP_PROBABILITY.value}
+             if _ALGORITHM.value in algorithms.INDEXED_ALGORITHM_NAMES else {}),
       ),
   )
   headline = {k: v for k, v in summary.items() if k in ('eval/accuracy', 'eval/mse', 'eval/loss', 'eval/error_mean',

@@ -6,12 +6,16 @@ from typing import Optional, Union
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import baselines
+from tff_robust.aggregators import channels
 from tff_robust.aggregators import gathering
 from tff_robust.aggregators import delta_median
 from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
+from tff_robust.processes import indexed_clients
+from tff_robust.processes import mtfeel
 from tff_robust.processes import personalized_rfa
 from tff_robust.processes import rfa
+from tff_robust.processes import sign_sgd
 from tff_robust.processes import stateful_clients
 from tff_robust.simulation import update_corruption_process
 
@@ -20,9 +24,12 @@ ALGORITHM_NAMES = (
     'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
     'delta_fl',
     'fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only',
+    'mtfeel', 'fedsgd', 'signsgd',
 )
 # Algorithms whose clients keep a state between rounds (`StatefulClientProcess`).
 STATEFUL_ALGORITHM_NAMES = ('fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only')
+# Algorithms in which every device takes part in every round, knowing its index (`IndexedClientsProcess`).
+INDEXED_ALGORITHM_NAMES = ('mtfeel', 'signsgd')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,10 +53,28 @@ class AlgorithmConfig:
   local_init_mixing: float = 0.0
   fedplus_solver: str = 'irls'
   fedplus_max_iterations: int = delta_median.DEFAULT_MAX_ITERATIONS
+  channel: str = 'none'
+  snr_db: float = 10.0
+  flip_probability: float = 0.0
+  outage_rate: float = 1.0
+  on_outage: str = 'drop'
+  alpha_learning_rate: float = 0.1
+  pen_scale: float = 1.0
+  mtfeel_update_order: str = 'w_then_alpha'
+  dde_steps: int = 20
+  dde_learning_rate: float = 0.01
+  dde_output: str = 'last'
+
+  def create_channel(self) -> channels.Channel:
+    """The uplink of the sign-based algorithms (mtfeel, signsgd)."""
+    return channels.create_channel(
+        self.channel, snr_db=self.snr_db, flip_probability=self.flip_probability,
+        outage_rate=self.outage_rate, on_outage=self.on_outage,
+    )
 
 
-def model_aggregator(name: str, config: AlgorithmConfig) -> tff.aggregators.WeightedAggregationFactory:
-  """The server aggregation of algorithm `name` (all but Delta-FL are FedAvg with another aggregator)."""
+def model_aggregator(name: str, config: AlgorithmConfig) -> Optional[tff.aggregators.WeightedAggregationFactory]:
+  """The server aggregation of algorithm `name` (None for the sign-vote algorithms, which build their own)."""
   if name == 'fedavg':
     return tff.aggregators.MeanFactory()
   if name == 'rfa':
@@ -66,7 +91,7 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> tff.aggregators.Weig
     return baselines.bulyan_factory(config.num_byzantine)
   if name == 'norm_clipping':
     return baselines.norm_clipping_factory(config.clipping_norm)
-  if name in ('delta_fl', 'local_only'):
+  if name in ('delta_fl', 'local_only', 'fedsgd'):
     return tff.aggregators.MeanFactory(no_nan_division=True)
   if name.startswith('fedplus_'):
     return fedplus.fedplus_aggregator(
@@ -75,6 +100,8 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> tff.aggregators.Weig
     )
   if name == 'personalized_rfa':
     return rfa.rfa_aggregator(num_passes=config.rfa_num_passes, smoothing=config.rfa_smoothing)
+  if name in INDEXED_ALGORITHM_NAMES:
+    return None  # the sign vote is built into the process, with the config's channel
   raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
 
 
@@ -86,7 +113,8 @@ def build_learning_process(
     clients_per_round: Optional[int] = None,
     update_attack: Optional[str] = None,
     seed: int = 0,
-) -> Union[tff.learning.templates.LearningProcess, stateful_clients.StatefulClientProcess]:
+) -> Union[tff.learning.templates.LearningProcess, stateful_clients.StatefulClientProcess,
+           indexed_clients.IndexedClientsProcess]:
   """Builds algorithm `name` with client and server SGD.
 
   `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`, the aggregator of
@@ -102,16 +130,24 @@ def build_learning_process(
   `personalized_rfa` is `build_personalized_rfa_process` (RFA's passes and smoothing) and `local_only` is
   Fed+ with sigma = 0 and lambda = 0 (Table 1: local training, the global model plays no part).
 
+  `fedsgd` is `tff.learning.algorithms.build_fed_sgd` (server SGD with the server learning rate).
+  The `INDEXED_ALGORITHM_NAMES` train every one of `clients_per_round` devices in every round and send
+  gradient signs over the config's channel: `mtfeel` is `build_mtfeel_process` (eta = the server learning
+  rate; mu, pen_scale, update order and `dde_steps` of discrepancy estimation from the config) and `signsgd`
+  is `build_sign_sgd_process` with majority vote.
+
   Raises:
     ValueError: for an unknown name, a cohort of `clients_per_round` too small for the algorithm, or an
-      update attack with `delta_fl` or a stateful algorithm (their client work has no corruption flag).
+      update attack with `delta_fl`, a stateful or a sign-vote algorithm (their client work has no corruption
+      flag).
   """
   aggregator = model_aggregator(name, config)
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
     aggregator.check_clients_per_round(clients_per_round)
   client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.client_learning_rate)
   server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.server_learning_rate)
-  if update_attack is not None and (name == 'delta_fl' or name in STATEFUL_ALGORITHM_NAMES):
+  if update_attack is not None and (
+      name in ('delta_fl', 'fedsgd') or name in STATEFUL_ALGORITHM_NAMES or name in INDEXED_ALGORITHM_NAMES):
     raise ValueError(f'{name} does not support update corruption ({update_attack!r}); use data corruption')
   if name in ('local_only',) or name.startswith('fedplus_'):
     return fedplus.build_fedplus_process(
@@ -125,6 +161,23 @@ def build_learning_process(
         model_fn, client_optimizer, server_optimizer, num_passes=config.rfa_num_passes,
         smoothing=config.rfa_smoothing,
     )
+  if name in INDEXED_ALGORITHM_NAMES and clients_per_round is None:
+    raise ValueError(f'{name} needs clients_per_round: the number of devices, all of which train every round')
+  if name == 'mtfeel':
+    return mtfeel.build_mtfeel_process(
+        model_fn, clients_per_round, learning_rate=config.server_learning_rate,
+        alpha_learning_rate=config.alpha_learning_rate, pen_scale=config.pen_scale,
+        update_order=config.mtfeel_update_order, channel=config.create_channel(), seed=seed,
+        discrepancy_steps=config.dde_steps, discrepancy_learning_rate=config.dde_learning_rate,
+        discrepancy_output=config.dde_output,
+    )
+  if name == 'signsgd':
+    return sign_sgd.build_sign_sgd_process(
+        model_fn, clients_per_round, learning_rate=config.server_learning_rate, channel=config.create_channel(),
+        seed=seed,
+    )
+  if name == 'fedsgd':
+    return tff.learning.algorithms.build_fed_sgd(model_fn, server_optimizer, model_aggregator=aggregator)
   if name == 'delta_fl':
     return delta_fl.build_delta_fl_process(
         model_fn, client_optimizer, server_optimizer, conformity_level=config.conformity_level,

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow_federated as tff
 import tqdm
 
+from tff_robust.processes import indexed_clients
 from tff_robust.processes import stateful_clients
 from tff_robust.simulation import checkpoints
 from tff_robust.simulation import client_state_store
@@ -48,6 +49,11 @@ def run_training(
   `initial_model_weights` (e.g. drawn per seed) replace the process's own initial model, which is the same
   for every run of one process.
 
+  An `IndexedClientsProcess` (MtFEEL, signSGD) trains every client in every round, in `client_ids` order
+  (`clients_per_round` must be their number); a fresh run first calls its `prepare` (MtFEEL's discrepancy
+  estimation), and its `artifacts` (MtFEEL's alpha and discrepancies) are saved as `<name>.npy`. Its
+  `server/*` metrics are released with the others.
+
   A `StatefulClientProcess` (Fed+, personalized RFA) gets its cohort's client states from a
   `ClientStateStore` in `<output_dir>/client_states` and writes them back after the round. Tasks with
   `personal_test_data` get the distribution of each client's own model on its own held-out data
@@ -78,6 +84,12 @@ def run_training(
   if initial_model_weights is not None:
     state = process.set_model_weights(state, initial_model_weights)
   stateful = isinstance(process, stateful_clients.StatefulClientProcess)
+  indexed = isinstance(process, indexed_clients.IndexedClientsProcess)
+  if indexed and not clients_per_round == process.num_clients == len(client_ids):
+    raise ValueError(
+        f'every device trains in every round of this process ({process.num_clients} devices): clients_per_round '
+        f'must be the number of clients of task {task.name!r}, {len(client_ids)}, got {clients_per_round}'
+    )
   store = client_state_store.ClientStateStore(
       os.path.join(output_dir, 'client_states'), process.initial_client_state(state)
   ) if stateful else None
@@ -95,6 +107,8 @@ def run_training(
     state, rng = progress_state['server_state'], checkpoints.rng_from_json(progress_state['rng'])
   elif stateful:
     store.clear()  # a fresh run: no states from an earlier run in this directory
+  elif indexed:
+    state = process.prepare(state, [client_data_fn(cid) for cid in client_ids])
   csv_path = os.path.join(output_dir, 'metrics.csv')
   if restored is None and os.path.exists(csv_path):
     os.remove(csv_path)
@@ -112,7 +126,7 @@ def run_training(
   device_metrics = None
   progress = tqdm.trange(first_round, total_rounds + 1, desc=task.name, unit='round', disable=not show_progress)
   for round_num in progress:
-    cohort = list(rng.choice(client_ids, size=clients_per_round, replace=False))
+    cohort = client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
     client_data = [client_data_fn(cid) for cid in cohort]
     start = time.perf_counter()
     if stateful:
@@ -130,9 +144,11 @@ def run_training(
         for key, value in round_metrics.items()
         if key.startswith(('client_work/train/', 'client_work/filter/'))
     )
-    released.update((key, value) for key, value in round_metrics.items() if key.startswith('aggregator/'))
+    released.update(
+        (key, value) for key, value in round_metrics.items() if key.startswith(('aggregator/', 'server/'))
+    )
     if round_num % rounds_per_eval == 0 or round_num == total_rounds:
-      evaluated, device_metrics = _evaluate(process, task, state, store, personal_evaluator)
+      evaluated, device_metrics = _evaluate(process, task, state, store, personal_evaluator, client_ids)
       released.update(evaluated)
     _release(release_managers, released, round_num)
     progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
@@ -142,7 +158,7 @@ def run_training(
           round_seconds=np.asarray(round_seconds, np.float64),
       ))
   if first_round > total_rounds:  # resumed from a checkpoint of the last round: the run had finished
-    released, device_metrics = _evaluate(process, task, state, store, personal_evaluator)
+    released, device_metrics = _evaluate(process, task, state, store, personal_evaluator, client_ids)
     released.update(_last_released_row(csv_path, total_rounds))
   summary = collections.OrderedDict(
       (key, value) for key, value in released.items() if key.startswith(('eval/', 'train/', 'personal/'))
@@ -153,6 +169,9 @@ def run_training(
       seconds_per_round=float(np.mean(round_seconds)) if round_seconds else 0.0,
   )
   summary.update(summary_extras or {})
+  if indexed:
+    for name, array in process.artifacts(state).items():
+      np.save(os.path.join(output_dir, f'{name}.npy'), array)
   if device_metrics:
     _write_device_rows(os.path.join(output_dir, 'devices.csv'), evaluation.device_rows(device_metrics))
   with open(os.path.join(output_dir, 'summary.json'), 'w') as f:
@@ -160,17 +179,20 @@ def run_training(
   return summary
 
 
-def _evaluate(process, task, state, store, personal_evaluator) -> tuple[dict, dict]:
-  """(released `eval/*`, per-device and `personal/*` metrics; the per-device results) of the global model."""
+def _evaluate(process, task, state, store, personal_evaluator, client_ids) -> tuple[dict, dict]:
+  """(released `eval/*`, per-device and `personal/*` metrics; the per-device results) of the global model.
+
+  A process without a global model (MtFEEL) has only the `personal/*` metrics of its devices' models.
+  """
   model_weights = process.get_model_weights(state)
-  released = collections.OrderedDict(
-      (f'eval/{key}', value) for key, value in task.evaluate(model_weights).items()
-  )
+  released = collections.OrderedDict()
   device_metrics = {}
-  if task.device_evaluator is not None:
-    device_metrics.update(task.device_evaluator(model_weights))
+  if model_weights is not None:
+    released.update((f'eval/{key}', value) for key, value in task.evaluate(model_weights).items())
+    if task.device_evaluator is not None:
+      device_metrics.update(task.device_evaluator(model_weights))
   if personal_evaluator is not None:
-    device_metrics.update(personal_evaluator(_personal_weights(process, store, model_weights)))
+    device_metrics.update(personal_evaluator(_personal_weights(process, state, store, model_weights, client_ids)))
   released.update(evaluation.distribution_summary(device_metrics))
   return released, device_metrics
 
@@ -186,8 +208,12 @@ def _last_released_row(csv_path: str, round_num: int) -> dict[str, float]:
   return {key: float(value) for key, value in rows[-1].items() if key.startswith('train/') and value != ''}
 
 
-def _personal_weights(process, store, global_weights) -> Callable[[str], tff.learning.models.ModelWeights]:
+def _personal_weights(process, state, store, global_weights, client_ids) -> Callable[
+    [str], tff.learning.models.ModelWeights]:
   """client id -> the model that client predicts with: its personal model, or the global one."""
+  if isinstance(process, indexed_clients.IndexedClientsProcess):
+    index_of = {cid: index for index, cid in enumerate(client_ids)}
+    return lambda client_id: process.personal_model_weights(state, index_of[client_id])
   if store is None:
     return lambda client_id: global_weights
   return lambda client_id: process.personal_model_weights(global_weights, store.get([client_id])[0])

@@ -1,6 +1,7 @@
 """Training tasks selectable by name (the runner's `--task`)."""
 
 from tff_robust.simulation.tasks import digits
+from tff_robust.simulation.tasks import digits_cohorts
 from tff_robust.simulation.tasks import digits_fedplus
 from tff_robust.simulation.tasks import synthetic_regression
 from tff_robust.simulation.tasks import synthetic_regression_fedplus
@@ -9,7 +10,7 @@ from tff_robust.simulation.tasks.base import Task
 
 TASK_NAMES = (
     'digits', 'synthetic_regression', 'emnist_cnn', 'shakespeare_rnn', 'synthetic_regression_fedplus',
-    'digits_robust', 'digits_personal',
+    'digits_robust', 'digits_personal', 'digits_cohorts',
 )
 
 
@@ -33,6 +34,10 @@ def create_task(
     )
   if name == 'digits_personal':
     return digits_fedplus.create_personal_task(
+        client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed
+    )
+  if name == 'digits_cohorts':
+    return digits_cohorts.create_task(
         client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed
     )
   if name == 'emnist_cnn':

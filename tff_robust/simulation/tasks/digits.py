@@ -22,15 +22,19 @@ NUM_FEATURES = 64
 _MIN_EXAMPLES_PER_CLIENT = 10
 
 
+def load_arrays():
+  """All 1797 digits: float32 pixels / 16 in [0, 1] of shape (1797, 64), and int32 labels of shape (1797,)."""
+  data = sklearn_datasets.load_digits()
+  return (data.data / 16.0).astype(np.float32), data.target.astype(np.int32)
+
+
 def load_client_arrays(
     *, num_clients: int = 30, label_concentration: float = 0.5, test_fraction: float = 0.2, split_seed: int = 0
 ):
   """Returns ({client_id: (x, y)}, (x_test, y_test)) with pixels scaled to [0, 1]."""
   if num_clients < 1:
     raise ValueError(f'num_clients must be >= 1, got {num_clients}')
-  digits = sklearn_datasets.load_digits()
-  x = (digits.data / 16.0).astype(np.float32)
-  y = digits.target.astype(np.int32)
+  x, y = load_arrays()
   x_train, x_test, y_train, y_test = model_selection.train_test_split(
       x, y, test_size=test_fraction, stratify=y, random_state=split_seed
   )

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -111,7 +112,7 @@ def flag_values():
     [
         ('--total_rounds=0', 'total_rounds'),
         ('--clients_per_round=0', 'clients_per_round'),
-        ('--algorithm=fedsgd', 'algorithm'),
+        ('--algorithm=fedavgg', 'algorithm'),
         ('--task=mnist', 'task'),
         ('--client_learning_rate=-1', 'client_learning_rate'),
         ('--rfa_num_passes=0', 'rfa_num_passes'),
@@ -132,6 +133,17 @@ def flag_values():
         ('--fedplus_solver=newton', 'fedplus_solver'),
         ('--fedplus_max_iterations=0', 'fedplus_max_iterations'),
         ('--rounds_per_checkpoint=-1', 'rounds_per_checkpoint'),
+        ('--channel=wifi', 'channel'),
+        ('--snr_db=inf', 'snr_db'),
+        ('--flip_probability=1.5', 'flip_probability'),
+        ('--outage_rate=0', 'outage_rate'),
+        ('--on_outage=retry', 'on_outage'),
+        ('--alpha_learning_rate=-1', 'alpha_learning_rate'),
+        ('--pen_scale=-1', 'pen_scale'),
+        ('--mtfeel_update_order=both', 'mtfeel_update_order'),
+        ('--dde_steps=-1', 'dde_steps'),
+        ('--dde_learning_rate=0', 'dde_learning_rate'),
+        ('--dde_output=mean', 'dde_output'),
     ],
 )
 def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
@@ -177,3 +189,33 @@ def test_stateful_algorithms_refuse_update_corruption(tmp_path):
                   '--corruption_fraction=0.25')
   assert result.returncode != 0
   assert 'fedplus_geomed does not support update corruption' in result.stderr
+
+
+@pytest.mark.parametrize('algorithm, flags', [
+    ('mtfeel', ('--channel=rayleigh', '--snr_db=0', '--dde_steps=1')),
+    ('signsgd', ('--channel=bsc', '--flip_probability=0.1', '--server_learning_rate=0.01')),
+    ('fedsgd', ()),
+])
+def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_path, algorithm, flags):
+  result = _train(tmp_path, '--task=digits_cohorts', f'--algorithm={algorithm}', '--clients_per_round=30',
+                  '--total_rounds=2', '--rounds_per_eval=2', '--client_batch_size=20', *flags)
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = _outputs(tmp_path)
+  assert 0.0 <= summary['personal/error_mean'] <= 1.0 and len(rows) == 2
+  if algorithm == 'fedsgd':
+    return
+  bits, errors = float(rows[-1]['aggregator/channel/bits']), float(rows[-1]['aggregator/channel/bit_errors'])
+  assert bits == 30 * 650 * (30 if algorithm == 'mtfeel' else 1)
+  assert 0.0 < errors / bits < 0.3  # Rayleigh at 0 dB: 0.146; BSC: 0.1
+  if algorithm == 'mtfeel':
+    alpha = np.load(tmp_path / 'run' / 'alpha.npy')
+    np.testing.assert_allclose(alpha.sum(axis=1), 1.0, atol=1e-5)
+    assert np.load(tmp_path / 'run' / 'discrepancies.npy').shape == (30, 30)
+    assert 'server/objective' in rows[-1]
+
+
+def test_mtfeel_needs_every_device_in_every_round(tmp_path):
+  result = _train(tmp_path, '--task=digits_cohorts', '--algorithm=mtfeel', '--clients_per_round=10',
+                  '--total_rounds=1', timeout=300)
+  assert result.returncode != 0
+  assert 'clients_per_round must be the number of clients of task \'digits_cohorts\', 30, got 10' in result.stderr

@@ -29,7 +29,7 @@ def with_indices(datasets, num_clients: int) -> list:
 
 
 class IndexedClientsProcess(tff.templates.IterativeProcess):
-  """`IterativeProcess` with `next(state, datasets of all N devices in order) -> (state, metrics)`.
+  """`IterativeProcess` with `next(state, datasets of all N devices in order) -> LearningProcessOutput`.
 
   Besides `initialize` and `next`:
     - `num_clients`: N;
@@ -55,8 +55,9 @@ class IndexedClientsProcess(tff.templates.IterativeProcess):
   def num_clients(self) -> int:
     return self._num_clients
 
-  def next(self, state, datasets):
-    return super().next(state, with_indices(datasets, self._num_clients))
+  def next(self, state, datasets) -> tff.learning.templates.LearningProcessOutput:
+    state, metrics = super().next(state, with_indices(datasets, self._num_clients))
+    return tff.learning.templates.LearningProcessOutput(state, metrics)
 
   def prepare(self, state, datasets):
     return state if self._prepare is None else self._prepare(state, datasets)

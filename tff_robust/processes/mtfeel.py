@@ -211,6 +211,14 @@ def build_mtfeel_process(
   def initial_round():
     return tf.constant(0, tf.int32)
 
+  @tff.tensorflow.computation(tff.TensorType(np.int32))
+  def increment(round_num):
+    return round_num + 1
+
+  @tff.tensorflow.computation(tff.TensorType(np.float32))
+  def count(value):
+    return tf.cast(tf.round(value), tf.int32)
+
   @tff.federated_computation
   def initialize_fn():
     return tff.federated_zip(collections.OrderedDict(
@@ -236,7 +244,7 @@ def build_mtfeel_process(
         personal_weights=stepped[0],
         alpha=stepped_alpha.alpha,
         discrepancies=state.discrepancies,
-        round_num=tff.federated_map(_increment, state.round_num),
+        round_num=tff.federated_map(increment, state.round_num),
         vote=voted.state,
     ))
     metrics = tff.federated_zip(collections.OrderedDict(
@@ -246,7 +254,7 @@ def build_mtfeel_process(
         aggregator=tff.federated_zip(collections.OrderedDict(
             channel=voted.measurements,
             uplink_bits=tff.federated_map(uplink_bits, voted.measurements),
-            num_nonfinite_clients=tff.federated_map(_to_int, report.nonfinite),
+            num_nonfinite_clients=tff.federated_map(count, report.nonfinite),
         )),
         server=tff.federated_zip(collections.OrderedDict(
             objective=stepped_alpha.objective, weight_change=stepped[1], alpha_change=stepped_alpha.alpha_change,
@@ -276,16 +284,6 @@ def build_mtfeel_process(
           alpha=np.asarray(state['alpha']), discrepancies=np.asarray(state['discrepancies'])
       ),
   )
-
-
-@tff.tensorflow.computation(tff.TensorType(np.int32))
-def _increment(round_num):
-  return round_num + 1
-
-
-@tff.tensorflow.computation(tff.TensorType(np.float32))
-def _to_int(value):
-  return tf.cast(tf.round(value), tf.int32)
 
 
 def _checked_lambdas(lambdas, num_clients: int) -> np.ndarray:

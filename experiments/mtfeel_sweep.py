@@ -68,10 +68,10 @@ _MTFEEL_LEARNING_RATE = flags.DEFINE_float('mtfeel_learning_rate', 1.0, 'MtFEEL 
                                            lower_bound=1e-30)
 _ALPHA_LEARNING_RATE = flags.DEFINE_float('alpha_learning_rate', 0.1, 'MtFEEL mu (alpha step).', lower_bound=0.0)
 _PEN_SCALE = flags.DEFINE_float('pen_scale', 1.0, 'MtFEEL weight of the variance penalty of (7).', lower_bound=0.0)
-_DDE_STEPS = flags.DEFINE_integer('dde_steps', 10, 'MtFEEL discrepancy-estimation steps.', lower_bound=0)
+_DDE_STEPS = flags.DEFINE_integer('dde_steps', 5, 'MtFEEL discrepancy-estimation steps.', lower_bound=0)
 _DDE_LEARNING_RATE = flags.DEFINE_float('dde_learning_rate', 0.01, 'MtFEEL discrepancy-estimation step.',
                                         lower_bound=1e-30)
-_SIGNSGD_LEARNING_RATE = flags.DEFINE_float('signsgd_learning_rate', 0.01, 'signSGD eta.', lower_bound=1e-30)
+_SIGNSGD_LEARNING_RATE = flags.DEFINE_float('signsgd_learning_rate', 0.03, 'signSGD eta.', lower_bound=1e-30)
 _FEDSGD_LEARNING_RATE = flags.DEFINE_float('fedsgd_learning_rate', 1.0, 'FedSGD server step.', lower_bound=0.0)
 _CLIENT_LEARNING_RATE = flags.DEFINE_float('client_learning_rate', 0.1, 'FedAvg, local-only client SGD rate.',
                                            lower_bound=0.0)

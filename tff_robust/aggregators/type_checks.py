@@ -38,6 +38,17 @@ def check_number(name: str, value, *, minimum: float, strict: bool = False, maxi
   return float(value)
 
 
+def check_integer(name: str, value, *, minimum: int) -> int:
+  """`value`, if it is an integer (not a bool) >= `minimum`.
+
+  Raises:
+    ValueError: naming `name` and the allowed range.
+  """
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+    raise ValueError(f'{name} must be an integer >= {minimum}, got {value!r}')
+  return int(value)
+
+
 def check_weight_type(weight_type) -> None:
   """weight_type must be a floating scalar."""
   check_float_scalar('weight_type', weight_type)

@@ -78,8 +78,7 @@ def build_dde_process(
   Raises:
     ValueError: for an argument out of range, naming it.
   """
-  if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 2:
-    raise ValueError(f'num_clients must be an integer >= 2, got {num_clients!r}')
+  type_checks.check_integer('num_clients', num_clients, minimum=2)
   learning_rate = type_checks.check_number('learning_rate', learning_rate, minimum=0.0, strict=True)
   probe_stddev = type_checks.check_number('probe_stddev', probe_stddev, minimum=0.0)
   if output not in OUTPUTS:

@@ -30,6 +30,7 @@ import tensorflow_federated as tff
 import tqdm
 
 from tff_robust.aggregators import channels
+from tff_robust.aggregators import federated_counting
 from tff_robust.aggregators import sign_vote
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
@@ -93,8 +94,7 @@ def build_mtfeel_process(
   Raises:
     ValueError: for an argument out of range, naming it.
   """
-  if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 2:
-    raise ValueError(f'num_clients must be an integer >= 2, got {num_clients!r}')
+  type_checks.check_integer('num_clients', num_clients, minimum=2)
   learning_rate = type_checks.check_number('learning_rate', learning_rate, minimum=0.0, strict=True)
   alpha_learning_rate = type_checks.check_number('alpha_learning_rate', alpha_learning_rate, minimum=0.0)
   pen_scale = type_checks.check_number('pen_scale', pen_scale, minimum=0.0)
@@ -104,8 +104,7 @@ def build_mtfeel_process(
     raise ValueError(f'alpha_init must be one of {ALPHA_INITS}, got {alpha_init!r}')
   if update_order not in UPDATE_ORDERS:
     raise ValueError(f'update_order must be one of {UPDATE_ORDERS}, got {update_order!r}')
-  if isinstance(discrepancy_steps, bool) or not isinstance(discrepancy_steps, int) or discrepancy_steps < 0:
-    raise ValueError(f'discrepancy_steps must be an integer >= 0, got {discrepancy_steps!r}')
+  type_checks.check_integer('discrepancy_steps', discrepancy_steps, minimum=0)
   lambdas = _checked_lambdas(lambdas, num_clients)
   channel = channels.ErrorFreeChannel() if channel is None else channel
   num_models = num_clients
@@ -207,13 +206,6 @@ def build_mtfeel_process(
   def initial_discrepancies():
     return self_discrepancy * tf.eye(num_models)
 
-  @tff.tensorflow.computation
-  def initial_round():
-    return tf.constant(0, tf.int32)
-
-  @tff.tensorflow.computation(tff.TensorType(np.int32))
-  def increment(round_num):
-    return round_num + 1
 
   @tff.tensorflow.computation(tff.TensorType(np.float32))
   def count(value):
@@ -225,7 +217,7 @@ def build_mtfeel_process(
         personal_weights=tff.federated_eval(initial_models, tff.SERVER),
         alpha=tff.federated_eval(initial_alpha, tff.SERVER),
         discrepancies=tff.federated_eval(initial_discrepancies, tff.SERVER),
-        round_num=tff.federated_eval(initial_round, tff.SERVER),
+        round_num=tff.federated_value(np.int32(0), tff.SERVER),
         vote=vote.initialize(),
     ))
 
@@ -244,7 +236,7 @@ def build_mtfeel_process(
         personal_weights=stepped[0],
         alpha=stepped_alpha.alpha,
         discrepancies=state.discrepancies,
-        round_num=tff.federated_map(increment, state.round_num),
+        round_num=federated_counting.increment(state.round_num),
         vote=voted.state,
     ))
     metrics = tff.federated_zip(collections.OrderedDict(

@@ -16,6 +16,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import channels
+from tff_robust.aggregators import federated_counting
 from tff_robust.aggregators import sign_vote
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
@@ -38,8 +39,7 @@ def build_sign_sgd_process(
   Raises:
     ValueError: for an argument out of range, naming it.
   """
-  if isinstance(num_clients, bool) or not isinstance(num_clients, int) or num_clients < 1:
-    raise ValueError(f'num_clients must be an integer >= 1, got {num_clients!r}')
+  type_checks.check_integer('num_clients', num_clients, minimum=1)
   learning_rate = type_checks.check_number('learning_rate', learning_rate, minimum=0.0, strict=True)
   channel = channels.ErrorFreeChannel() if channel is None else channel
   data_type, weights_type, _ = model_types.model_types(model_fn, tff.learning.metrics.sum_then_finalize)
@@ -82,19 +82,12 @@ def build_sign_sgd_process(
   def mean_loss(totals):
     return tf.math.divide_no_nan(totals['loss'], totals['reporting'])
 
-  @tff.tensorflow.computation
-  def initial_round():
-    return tf.constant(0, tf.int32)
-
-  @tff.tensorflow.computation(tff.TensorType(np.int32))
-  def increment(round_num):
-    return round_num + 1
 
   @tff.federated_computation
   def initialize_fn():
     return tff.federated_zip(collections.OrderedDict(
         global_model_weights=tff.federated_eval(initial_model, tff.SERVER),
-        round_num=tff.federated_eval(initial_round, tff.SERVER),
+        round_num=tff.federated_value(np.int32(0), tff.SERVER),
         vote=vote.initialize(),
     ))
 
@@ -107,7 +100,7 @@ def build_sign_sgd_process(
     totals = tff.federated_sum(outputs[1])
     new_state = tff.federated_zip(collections.OrderedDict(
         global_model_weights=tff.federated_map(signed_step, (state.global_model_weights, voted.result)),
-        round_num=tff.federated_map(increment, state.round_num),
+        round_num=federated_counting.increment(state.round_num),
         vote=voted.state,
     ))
     metrics = tff.federated_zip(collections.OrderedDict(

@@ -86,14 +86,8 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
       raise ValueError(f'solver must be one of {SOLVERS}, got {solver!r}')
     delta = type_checks.check_number('delta', delta, minimum=0.0, strict=True)
     tolerance = type_checks.check_number('tolerance', tolerance, minimum=0.0)
-    if isinstance(max_iterations, bool) or not isinstance(max_iterations, (int, np.integer)) or max_iterations < 1:
-      raise ValueError(f'max_iterations must be an integer >= 1, got {max_iterations!r}')
-    if sum_factory is None:
-      sum_factory = tff.aggregators.SumFactory()
-    if not isinstance(sum_factory, tff.aggregators.UnweightedAggregationFactory):
-      raise TypeError(
-          f'sum_factory must be a tff.aggregators.UnweightedAggregationFactory, got {type(sum_factory)}'
-      )
+    type_checks.check_integer('max_iterations', max_iterations, minimum=1)
+    sum_factory = type_checks.sum_factory_or_default(sum_factory)
     self._norm = norm
     self._delta = delta
     self._solver = solver

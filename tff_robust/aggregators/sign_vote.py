@@ -13,6 +13,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import channels
+from tff_robust.aggregators import type_checks
 
 VOTE_MODES = ('vote', 'mean')
 
@@ -56,12 +57,7 @@ class WeightedSignVoteFactory(tff.aggregators.UnweightedAggregationFactory):
       TypeError: if an argument has the wrong type.
     """
     _check_channel(channel)
-    if sum_factory is None:
-      sum_factory = tff.aggregators.SumFactory()
-    if not isinstance(sum_factory, tff.aggregators.UnweightedAggregationFactory):
-      raise TypeError(
-          f'sum_factory must be a tff.aggregators.UnweightedAggregationFactory, got {type(sum_factory)}'
-      )
+    sum_factory = type_checks.sum_factory_or_default(sum_factory)
     self._channel = channel
     self._sum_factory = sum_factory
 

@@ -54,6 +54,21 @@ def check_weight_type(weight_type) -> None:
   check_float_scalar('weight_type', weight_type)
 
 
+def sum_factory_or_default(sum_factory):
+  """`sum_factory`, or `tff.aggregators.SumFactory()` (exact federated sum).
+
+  Raises:
+    TypeError: if `sum_factory` is not a `tff.aggregators.UnweightedAggregationFactory`.
+  """
+  if sum_factory is None:
+    return tff.aggregators.SumFactory()
+  if not isinstance(sum_factory, tff.aggregators.UnweightedAggregationFactory):
+    raise TypeError(
+        f'sum_factory must be a tff.aggregators.UnweightedAggregationFactory, got {type(sum_factory)}'
+    )
+  return sum_factory
+
+
 def mean_factory_or_default(mean_factory):
   """`mean_factory`, or an exact weighted mean that returns 0 (not NaN) when no weight is positive.
 

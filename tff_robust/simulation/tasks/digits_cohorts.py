@@ -24,11 +24,10 @@ import types
 
 import numpy as np
 
-from tff_robust.simulation import data_corruption
+from tff_robust.aggregators import type_checks
 from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import digits
 from tff_robust.simulation.tasks import digits_fedplus
-from tff_robust.simulation.tasks import evaluation
 
 COHORTS = types.MappingProxyType(collections.OrderedDict(
     A=(tuple(range(0, 6)), 12),
@@ -82,8 +81,7 @@ def load_cohort_arrays(
     ValueError: if a count is not an integer >= 1, or too large for the images left to draw from.
   """
   for name, value in (('train_per_device', train_per_device), ('test_per_device', test_per_device)):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-      raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
+    type_checks.check_integer(name, value, minimum=1)
   x, y = digits.load_arrays()
   rng = np.random.default_rng(split_seed)
   untrained = np.ones(len(y), bool)
@@ -114,13 +112,6 @@ def create_task(*, client_epochs: int, client_batch_size: int, seed: int, split_
   examples; `evaluate` on the concatenation of all devices' test sets, not deduplicated, so its metrics are
   the mean over devices of the model's metrics on each device's own test set."""
   train, test = load_cohort_arrays(split_seed=split_seed)
-  x_test = np.concatenate([x for x, _ in test.values()])
-  y_test = np.concatenate([y for _, y in test.values()])
-  model_fn = digits_fedplus.model_fn
-  return base.Task(
-      'digits_cohorts', model_fn, base.client_data_from_arrays(train),
-      preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),
-      corrupt_train=data_corruption.negate_images('x'),
-      evaluate=evaluation.CentralizedEvaluator(model_fn, base.test_dataset_from_arrays(x_test, y_test), {}),
-      personal_test_data=base.client_data_from_arrays(test),
+  return digits_fedplus.create_personal_task_from_arrays(
+      'digits_cohorts', train, test, client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed
   )

@@ -144,7 +144,9 @@ def model_fn() -> tff.learning.models.VariableModel:
   )
 
 
-def _create_task(name, train, test, *, client_epochs, client_batch_size, seed) -> base.Task:
+def create_personal_task_from_arrays(name, train, test, *, client_epochs, client_batch_size, seed) -> base.Task:
+  """A logistic-regression digits task from {client_id: (x, y)} training and per-client held-out arrays:
+  `personal_test_data` is each client's own held-out data and `evaluate` runs on all of it concatenated."""
   x_test = np.concatenate([x for x, _ in test.values()])
   y_test = np.concatenate([y for _, y in test.values()])
   return base.Task(
@@ -164,7 +166,7 @@ def create_robust_task(
   `personal_test_data` each party's own test half."""
   train, test = load_party_arrays(num_parties=num_parties, split_seed=split_seed)
   train, test, _ = negate_parties(train, test, fraction=negated_fraction, seed=split_seed)
-  return _create_task(
+  return create_personal_task_from_arrays(
       'digits_robust', train, test, client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed
   )
 
@@ -177,7 +179,7 @@ def create_personal_task(
   test half."""
   train, test = load_party_arrays(num_parties=num_parties, split_seed=split_seed)
   train, test, _ = add_class_noise(train, test, laplace_scale=laplace_scale, seed=split_seed)
-  return _create_task(
+  return create_personal_task_from_arrays(
       'digits_personal', train, test, client_epochs=client_epochs, client_batch_size=client_batch_size,
       seed=seed
   )

@@ -5,7 +5,8 @@ full-batch gradient, one bit per coordinate) through the channel; the server ste
     w <- w - eta sign(sum_m s^_m)        (mode 'vote'; a tie gives 0)
 or  w <- w - eta (1/N) sum_m s^_m        (mode 'mean'),
 with s^_m the received bits (`MajorityVoteFactory`). A device whose gradient is not finite, or that has
-no data, sends nothing that round (it is counted in `aggregator/num_nonfinite_clients` if not finite).
+no data, sends zeros that round (counted in `aggregator/num_nonfinite_clients` if not finite); the error-free
+and binary symmetric channels keep them zero, but the Rayleigh channel detects them as random bits.
 """
 
 import collections

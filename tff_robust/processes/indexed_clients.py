@@ -10,6 +10,7 @@ indices itself.
 from typing import Callable, Optional
 
 import numpy as np
+import tensorflow as tf
 import tensorflow_federated as tff
 
 
@@ -26,6 +27,19 @@ def with_indices(datasets, num_clients: int) -> list:
         f'{num_clients}, got {len(datasets)}'
     )
   return [(dataset, np.int32(index)) for index, dataset in enumerate(datasets)]
+
+
+def channel_seed(seed: int, round_num, index, num_clients: int) -> tf.Tensor:
+  """The stateless seed of device `index`'s uplink in round `round_num`: (seed, round_num N + index), distinct
+  for every (round, device)."""
+  return tf.stack([
+      tf.constant(seed, tf.int64), tf.cast(round_num, tf.int64) * num_clients + tf.cast(index, tf.int64),
+  ])
+
+
+def gradient_signs(gradients) -> list:
+  """The bit a device sends for each coordinate: +1 where the gradient is >= 0, -1 elsewhere (sign(0) := +1)."""
+  return [tf.where(g >= 0, 1.0, -1.0) for g in gradients]
 
 
 class IndexedClientsProcess(tff.templates.IterativeProcess):

@@ -143,7 +143,7 @@ def build_mtfeel_process(
             num_examples=num_examples * column,
             nonfinite=tf.cast(nonfinite, tf.float32),
         ),
-        signs=[tf.where(g >= 0, 1.0, -1.0) for g in gradients],
+        signs=indexed_clients.gradient_signs(gradients),
         keep=keep,
         index=client.index,
     )
@@ -174,12 +174,9 @@ def build_mtfeel_process(
       tff.TensorType(np.float32, [num_models, num_clients]), tff.TensorType(np.int32),
   )
   def vote_value(gradients, alpha, round_num):
-    seed_pair = tf.stack([
-        tf.constant(seed, tf.int64),
-        tf.cast(round_num, tf.int64) * num_clients + tf.cast(gradients['index'], tf.int64),
-    ])
     return collections.OrderedDict(
-        signs=gradients['signs'], weights=gradients['keep'] * alpha[:, gradients['index']], seed=seed_pair,
+        signs=gradients['signs'], weights=gradients['keep'] * alpha[:, gradients['index']],
+        seed=indexed_clients.channel_seed(seed, round_num, gradients['index'], num_clients),
     )
 
   vote = sign_vote.WeightedSignVoteFactory(channel).create(vote_value.type_signature.result)

@@ -58,12 +58,11 @@ def build_sign_sgd_process(
     )
     nonfinite = tf.logical_not(structure_math.all_finite([losses, gradients]))
     keep = tf.logical_not(tf.logical_or(nonfinite, num_examples <= 0))
-    signs = [tf.where(keep, tf.where(g[0] >= 0, 1.0, -1.0), 0.0) for g in gradients]
-    seed_pair = tf.stack([
-        tf.constant(seed, tf.int64), tf.cast(round_num, tf.int64) * num_clients + tf.cast(client.index, tf.int64),
-    ])
+    signs = [tf.where(keep, s, 0.0) for s in indexed_clients.gradient_signs([g[0] for g in gradients])]
     return (
-        collections.OrderedDict(signs=signs, seed=seed_pair),
+        collections.OrderedDict(
+            signs=signs, seed=indexed_clients.channel_seed(seed, round_num, client.index, num_clients)
+        ),
         collections.OrderedDict(
             loss=tf.where(keep, losses[0], 0.0), reporting=tf.cast(keep, tf.float32),
             nonfinite=tf.cast(nonfinite, tf.int32),

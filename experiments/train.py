@@ -5,10 +5,15 @@ Example (works offline):
   python -m experiments.train --task=digits_cohorts --algorithm=mtfeel --clients_per_round=30 \
       --channel=rayleigh --snr_db=10
 
-Writes <root_output_dir>/<experiment_name>/{metrics.csv, tensorboard/, summary.json} (MtFEEL also alpha.npy
-and discrepancies.npy).
+Writes <root_output_dir>/<experiment_name>/{metrics.csv, tensorboard/, summary.json, model_weights.npz}
+(MtFEEL, which has no global model: alpha.npy and discrepancies.npy instead of model_weights.npz).
+
+Remote execution and GPUs: start `python -m tff_robust.simulation.worker_service --port=8000` on the host that
+should compute, then pass `--tff_worker_address=HOST:8000` (several comma-separated addresses shard each
+cohort over the workers). `--gpus` and `--max_concurrent_computation_calls` configure the local worker.
 """
 
+import dataclasses
 import math
 import os
 
@@ -28,6 +33,7 @@ from tff_robust.processes import mtfeel
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
+from tff_robust.simulation import gpu_placement
 from tff_robust.simulation import tasks
 from tff_robust.simulation import training_loop
 
@@ -39,27 +45,27 @@ _CLIENT_EPOCHS = flags.DEFINE_integer(
     'client_epochs_per_round', 1, 'Local epochs over each client dataset per round.', lower_bound=1
 )
 _CLIENT_BATCH_SIZE = flags.DEFINE_integer('client_batch_size', 16, 'Local batch size.', lower_bound=1)
-_CLIENT_LEARNING_RATE = flags.DEFINE_float(
+flags.DEFINE_float(
     'client_learning_rate', 0.1, 'Client SGD learning rate.', lower_bound=0.0
 )
-_SERVER_LEARNING_RATE = flags.DEFINE_float(
+flags.DEFINE_float(
     'server_learning_rate', 1.0, 'Server SGD learning rate on the aggregated update.', lower_bound=0.0
 )
-_RFA_NUM_PASSES = flags.DEFINE_integer(
+flags.DEFINE_integer(
     'rfa_num_passes', 3, 'Secure-average calls per RFA aggregation (1 mean + Weiszfeld steps).', lower_bound=1
 )
-_RFA_SMOOTHING = flags.DEFINE_float('rfa_smoothing', 1e-6, 'Weiszfeld smoothing nu > 0.', lower_bound=1e-30)
-_TRIM_FRACTION = flags.DEFINE_float(
+flags.DEFINE_float('rfa_smoothing', 1e-6, 'Weiszfeld smoothing nu > 0.', lower_bound=1e-30)
+flags.DEFINE_float(
     'trim_fraction', 0.1, 'trimmed_mean: fraction dropped at each end, in [0, 0.5).', lower_bound=0.0,
     upper_bound=0.4999999,
 )
-_NUM_BYZANTINE = flags.DEFINE_integer(
+flags.DEFINE_integer(
     'num_byzantine', 1, 'multi_krum, bulyan: number f of Byzantine clients tolerated.', lower_bound=0
 )
-_NUM_SELECTED = flags.DEFINE_integer(
+flags.DEFINE_integer(
     'num_selected', 0, 'multi_krum: updates averaged; 0 means clients_per_round - num_byzantine.', lower_bound=0
 )
-_CLIPPING_NORM = flags.DEFINE_float(
+flags.DEFINE_float(
     'clipping_norm', 1.0, 'norm_clipping: L2 bound of each client update.', lower_bound=1e-30
 )
 _CONFORMITY_LEVEL = flags.DEFINE_float(
@@ -70,7 +76,7 @@ _QUANTILE_METHOD = flags.DEFINE_enum(
     'quantile_method', 'exact', delta_fl.QUANTILE_METHODS,
     'delta_fl: exact (losses gathered, Algorithm 2) or secure (MM by secure averages, Algorithm 3).',
 )
-_QUANTILE_PASSES = flags.DEFINE_integer(
+flags.DEFINE_integer(
     'quantile_passes', delta_fl.DEFAULT_QUANTILE_PASSES, 'delta_fl secure quantile: MM passes per round.',
     lower_bound=1,
 )
@@ -88,11 +94,11 @@ _LOCAL_INIT_MIXING = flags.DEFINE_float(
     'local_init_mixing', 0.0, 'fedplus_*: lambda in [0, 1]; local training starts at (1-lambda) w_k + lambda w.',
     lower_bound=0.0, upper_bound=1.0,
 )
-_FEDPLUS_SOLVER = flags.DEFINE_enum(
+flags.DEFINE_enum(
     'fedplus_solver', 'irls', delta_median.SOLVERS,
     'fedplus_geomed/comed: irls (reweighted means) or fixed_point (the paper\'s iteration (25)).',
 )
-_FEDPLUS_MAX_ITERATIONS = flags.DEFINE_integer(
+flags.DEFINE_integer(
     'fedplus_max_iterations', delta_median.DEFAULT_MAX_ITERATIONS,
     'fedplus_geomed/comed: secure sums per aggregation after the first mean.', lower_bound=1,
 )
@@ -105,30 +111,30 @@ _SNR_DB = flags.DEFINE_float('snr_db', 10.0, 'rayleigh/outage channel: SNR in dB
 _FLIP_PROBABILITY = flags.DEFINE_float(
     'flip_probability', 0.0, 'bsc channel: bit flip probability p in [0, 1].', lower_bound=0.0, upper_bound=1.0
 )
-_OUTAGE_RATE = flags.DEFINE_float(
+flags.DEFINE_float(
     'outage_rate', 1.0, 'outage channel: rate r = d/B > 0 in bits per channel use.', lower_bound=1e-30
 )
-_ON_OUTAGE = flags.DEFINE_enum(
+flags.DEFINE_enum(
     'on_outage', 'drop', channels.OUTAGE_ACTIONS, 'outage channel: drop the packet or receive random bits.'
 )
-_ALPHA_LEARNING_RATE = flags.DEFINE_float(
+flags.DEFINE_float(
     'alpha_learning_rate', 0.1, 'mtfeel: step mu >= 0 of the alpha update (0 freezes alpha).', lower_bound=0.0
 )
-_PEN_SCALE = flags.DEFINE_float(
+flags.DEFINE_float(
     'pen_scale', 1.0, 'mtfeel: weight M sqrt((N/2) log(|Lambda|/delta)) >= 0 of the variance penalty of (7).',
     lower_bound=0.0,
 )
-_MTFEEL_UPDATE_ORDER = flags.DEFINE_enum(
+flags.DEFINE_enum(
     'mtfeel_update_order', 'w_then_alpha', mtfeel.UPDATE_ORDERS,
     'mtfeel: weight the signs with alpha^t (w_then_alpha, Algorithm 2) or alpha^{t+1} (the proof\'s order).',
 )
-_DDE_STEPS = flags.DEFINE_integer(
+flags.DEFINE_integer(
     'dde_steps', 20, 'mtfeel: discrepancy-estimation ascent steps before training (0: dhat = 0).', lower_bound=0
 )
-_DDE_LEARNING_RATE = flags.DEFINE_float(
+flags.DEFINE_float(
     'dde_learning_rate', 0.01, 'mtfeel: discrepancy-estimation ascent step > 0.', lower_bound=1e-30
 )
-_DDE_OUTPUT = flags.DEFINE_enum(
+flags.DEFINE_enum(
     'dde_output', 'last', dde.OUTPUTS, 'mtfeel: discrepancy estimate at the last step or the running max.'
 )
 _ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
@@ -154,7 +160,38 @@ _CORRUPTION_FRACTION = flags.DEFINE_float(
     lower_bound=0.0, upper_bound=0.9999999,
 )
 _PROGRESS_BAR = flags.DEFINE_bool('progress_bar', True, 'Show a tqdm progress bar.')
+_TFF_WORKER_ADDRESS = flags.DEFINE_list(
+    'tff_worker_address', [],
+    'host:port of TFF executor services (python -m tff_robust.simulation.worker_service) to run on; several '
+    'shard each cohort over them (algorithms with one aggregation per round only). Empty: a local worker.',
+)
+_GPUS = flags.DEFINE_string(
+    'gpus', gpu_placement.AUTO,
+    "Local worker: GPUs client computation may use: 'auto' (all TensorFlow sees), 'none' (CPU) or '0,1'.",
+)
+_MAX_CONCURRENT_COMPUTATION_CALLS = flags.DEFINE_integer(
+    'max_concurrent_computation_calls', -1,
+    'Local worker: parallel client computations at most (bounds GPU memory); non-positive: no limit.',
+)
 
+def _is_worker_address(address: str) -> bool:
+  host, _, port = address.rpartition(':')
+  return bool(host) and port.isdigit() and 1 <= int(port) <= 65535
+
+
+def _gpu_setting_is_valid(setting: str) -> bool:
+  try:
+    gpu_placement.check_gpu_setting(setting)
+  except ValueError as error:
+    raise flags.ValidationError(str(error)) from None
+  return True
+
+
+flags.register_validator(
+    'tff_worker_address', lambda addresses: all(_is_worker_address(a) for a in addresses),
+    message='--tff_worker_address must be a comma-separated list of host:port with port in [1, 65535]',
+)
+flags.register_validator('gpus', _gpu_setting_is_valid)
 flags.register_validator(
     'snr_db', lambda value: math.isfinite(value), message='--snr_db must be a finite number of dB'
 )
@@ -168,12 +205,47 @@ flags.register_validator(
 )
 
 
+# Flags named like the `AlgorithmConfig` fields they set.
+_CONFIG_FLAGS = tuple(field.name for field in dataclasses.fields(algorithms.AlgorithmConfig))
+
+
+def _algorithm_config(flag_values: dict) -> algorithms.AlgorithmConfig:
+  settings = {name: flag_values[name] for name in _CONFIG_FLAGS}
+  settings['num_selected'] = settings['num_selected'] or None  # 0: the rule's default
+  return algorithms.AlgorithmConfig(**settings)
+
+
+def _update_attack(corruption_name: str):
+  return corruption_name if corruption_name in corruption.UPDATE_ATTACKS else None
+
+
+def _algorithm_settings_are_valid(flag_values: dict) -> bool:
+  """Cross-flag check of --algorithm against its settings, the cohort size and --corruption (no TFF build).
+
+  Runs once every flag is parsed, so the settings it is not registered on are read from `flags.FLAGS`.
+  """
+  flag_values = {**flags.FLAGS.flag_values_dict(), **flag_values}
+  try:
+    algorithms.check_settings(
+        flag_values['algorithm'], _algorithm_config(flag_values), clients_per_round=flag_values['clients_per_round'],
+        update_attack=_update_attack(flag_values['corruption']),
+    )
+  except ValueError as error:
+    raise flags.ValidationError(f'--algorithm={flag_values["algorithm"]}: {error}') from None
+  return True
+
+
+flags.register_multi_flags_validator(
+    ('algorithm', 'clients_per_round', 'corruption', 'num_byzantine', 'num_selected', 'trim_fraction'),
+    _algorithm_settings_are_valid,
+)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
   logging.set_verbosity(logging.WARNING)
   tf.keras.utils.set_random_seed(_SEED.value)
-  execution_context.set_local_execution_context()
   task = tasks.create_task(
       _TASK.value,
       client_epochs=_CLIENT_EPOCHS.value,
@@ -181,41 +253,27 @@ def main(argv):
       seed=_SEED.value,
       use_synthetic_data=_USE_SYNTHETIC_DATA.value,
   )
-  config = algorithms.AlgorithmConfig(
-      client_learning_rate=_CLIENT_LEARNING_RATE.value,
-      server_learning_rate=_SERVER_LEARNING_RATE.value,
-      rfa_num_passes=_RFA_NUM_PASSES.value,
-      rfa_smoothing=_RFA_SMOOTHING.value,
-      trim_fraction=_TRIM_FRACTION.value,
-      num_byzantine=_NUM_BYZANTINE.value,
-      num_selected=_NUM_SELECTED.value or None,
-      clipping_norm=_CLIPPING_NORM.value,
-      conformity_level=_CONFORMITY_LEVEL.value,
-      quantile_method=_QUANTILE_METHOD.value,
-      quantile_passes=_QUANTILE_PASSES.value,
-      threshold_period=_THRESHOLD_PERIOD.value,
-      fedplus_sigma=_FEDPLUS_SIGMA.value,
-      fedplus_delta=_FEDPLUS_DELTA.value,
-      local_init_mixing=_LOCAL_INIT_MIXING.value,
-      fedplus_solver=_FEDPLUS_SOLVER.value,
-      fedplus_max_iterations=_FEDPLUS_MAX_ITERATIONS.value,
-      channel=_CHANNEL.value,
-      snr_db=_SNR_DB.value,
-      flip_probability=_FLIP_PROBABILITY.value,
-      outage_rate=_OUTAGE_RATE.value,
-      on_outage=_ON_OUTAGE.value,
-      alpha_learning_rate=_ALPHA_LEARNING_RATE.value,
-      pen_scale=_PEN_SCALE.value,
-      mtfeel_update_order=_MTFEEL_UPDATE_ORDER.value,
-      dde_steps=_DDE_STEPS.value,
-      dde_learning_rate=_DDE_LEARNING_RATE.value,
-      dde_output=_DDE_OUTPUT.value,
-  )
-  update_attack = _CORRUPTION.value if _CORRUPTION.value in corruption.UPDATE_ATTACKS else None
+  try:
+    training_loop.check_clients_per_round(
+        task, _CLIENTS_PER_ROUND.value,
+        every_client_every_round=_ALGORITHM.value in algorithms.INDEXED_ALGORITHM_NAMES,
+    )
+  except ValueError as error:
+    raise app.UsageError(f'--clients_per_round: {error}') from None
+  if _TFF_WORKER_ADDRESS.value:
+    execution_context.set_remote_execution_context(_TFF_WORKER_ADDRESS.value)
+  else:
+    execution_context.set_local_execution_context(
+        max_concurrent_computation_calls=_MAX_CONCURRENT_COMPUTATION_CALLS.value,
+        visible_gpus=gpu_placement.visible_gpus_setting(_GPUS.value),
+    )
+  config = _algorithm_config(flags.FLAGS.flag_values_dict())
   process = algorithms.build_learning_process(
       _ALGORITHM.value, task.model_fn, config, clients_per_round=_CLIENTS_PER_ROUND.value,
-      update_attack=update_attack, seed=_SEED.value,
+      update_attack=_update_attack(_CORRUPTION.value), seed=_SEED.value,
   )
+  if len(_TFF_WORKER_ADDRESS.value) > 1:
+    execution_context.check_shardable(process.next, f'--algorithm={_ALGORITHM.value}')
   corrupted = (
       frozenset() if _CORRUPTION.value == 'none'
       else corruption.select_corrupted_clients(task, _CORRUPTION_FRACTION.value, _SEED.value)

@@ -1,38 +1,18 @@
 """End-to-end runs of `python -m experiments.train` on every task, in subprocesses as a user runs it."""
 
 import csv
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _train(tmp_path, *flags, timeout=600):
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.train', f'--root_output_dir={tmp_path}', '--experiment_name=run',
-       '--noprogress_bar', *flags],
-      cwd=_REPO, capture_output=True, text=True, timeout=timeout,
-  )
-  return result
-
-
-def _outputs(tmp_path):
-  with open(tmp_path / 'run' / 'summary.json') as f:
-    summary = json.load(f)
-  with open(tmp_path / 'run' / 'metrics.csv') as f:
-    rows = list(csv.DictReader(f))
-  return summary, rows
+from tests.experiments import train_runs
 
 
 def test_rfa_on_digits_reaches_90_percent_with_default_settings(tmp_path):
-  result = _train(tmp_path, '--task=digits', '--algorithm=rfa')
+  result = train_runs.train(tmp_path, '--task=digits', '--algorithm=rfa')
   assert result.returncode == 0, result.stderr[-3000:]
-  summary, rows = _outputs(tmp_path)
+  summary, rows = train_runs.outputs(tmp_path)
   assert summary['eval/accuracy'] >= 0.90
   assert summary['rounds'] == 100 and len(rows) == 100
   assert summary['secure_average_calls'] == 300  # 1 mean + 2 Weiszfeld steps per round
@@ -42,22 +22,34 @@ def test_rfa_on_digits_reaches_90_percent_with_default_settings(tmp_path):
 
 
 def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
-  result = _train(
+  result = train_runs.train(
       tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=6', '--rounds_per_eval=1'
   )
   assert result.returncode == 0, result.stderr[-3000:]
-  summary, rows = _outputs(tmp_path)
+  summary, rows = train_runs.outputs(tmp_path)
   distances = [float(r['eval/distance_to_optimum']) for r in rows]
   assert distances[-1] < 0.5 * distances[0]
   assert {'eval/mse', 'eval/loss', 'rounds', 'secure_average_calls'} <= set(summary)
   assert summary['secure_average_calls'] == 6
 
 
+def test_the_runner_says_once_that_it_runs_on_cpu_when_tensorflow_sees_no_gpu(tmp_path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  result = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=1')
+  assert result.returncode == 0, result.stderr[-3000:]
+  expected = 0 if tf.config.list_physical_devices('GPU') else 1
+  assert result.stderr.count('TensorFlow sees no GPU on this machine: client computation runs on CPU') == expected
+  cpu_only = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=1',
+                              '--gpus=none', name='cpu_only')
+  assert cpu_only.returncode == 0, cpu_only.stderr[-3000:]
+  assert 'sees no GPU' not in cpu_only.stderr
+
+
 @pytest.mark.parametrize('algorithm', ['coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping'])
 def test_robust_baselines_train_on_digits(tmp_path, algorithm):
-  result = _train(tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=15', '--rounds_per_eval=15')
+  result = train_runs.train(tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=15', '--rounds_per_eval=15')
   assert result.returncode == 0, result.stderr[-3000:]
-  summary, rows = _outputs(tmp_path)
+  summary, rows = train_runs.outputs(tmp_path)
   assert summary['eval/accuracy'] > 0.3  # well above chance (0.1) after 15 rounds
   if algorithm != 'norm_clipping':
     assert all(r['aggregator/insufficient_clients'] == '0' for r in rows)
@@ -65,24 +57,24 @@ def test_robust_baselines_train_on_digits(tmp_path, algorithm):
 
 @pytest.mark.parametrize('task', ['emnist_cnn', 'shakespeare_rnn'])
 def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
-  result = _train(
+  result = train_runs.train(
       tmp_path, f'--task={task}', '--algorithm=rfa_one_step', '--use_synthetic_data', '--total_rounds=1',
       '--clients_per_round=1', '--client_batch_size=4',  # synthetic data: 2 clients, 1 a test device
   )
   assert result.returncode == 0, result.stderr[-3000:]
-  summary, _ = _outputs(tmp_path)
+  summary, _ = train_runs.outputs(tmp_path)
   assert summary['secure_average_calls'] == 1
   assert 0.0 <= summary['eval/accuracy'] <= 1.0 and summary['eval/loss'] > 0
   assert 0.0 <= summary['train/error_p90'] <= 1.0  # per-device evaluation of the training devices
 
 
 def test_delta_fl_with_the_secure_quantile_reports_per_device_distributions(tmp_path):
-  result = _train(
+  result = train_runs.train(
       tmp_path, '--task=digits', '--algorithm=delta_fl', '--conformity_level=0.5', '--quantile_method=secure',
       '--total_rounds=4', '--rounds_per_eval=2',
   )
   assert result.returncode == 0, result.stderr[-3000:]
-  summary, rows = _outputs(tmp_path)
+  summary, rows = train_runs.outputs(tmp_path)
   assert {'eval/error_mean', 'eval/error_p90', 'eval/loss_p90', 'train/loss_p90'} <= set(summary)
   assert summary['eval/error_p90'] >= summary['eval/error_p50']
   assert summary['secure_average_calls'] == 4 * (1 + 30)  # the model mean + 30 quantile passes per round
@@ -91,12 +83,6 @@ def test_delta_fl_with_the_secure_quantile_reports_per_device_distributions(tmp_
     devices = list(csv.DictReader(f))
   assert [sum(d['group'] == g for d in devices) for g in ('train', 'eval')] == [30, 12]
 
-
-def test_delta_fl_refuses_update_corruption(tmp_path):
-  result = _train(tmp_path, '--task=digits', '--algorithm=delta_fl', '--corruption=omniscient',
-                  '--corruption_fraction=0.1', timeout=300)
-  assert result.returncode != 0
-  assert 'delta_fl does not support update corruption' in result.stderr
 
 
 @pytest.fixture
@@ -144,51 +130,92 @@ def flag_values():
         ('--dde_steps=-1', 'dde_steps'),
         ('--dde_learning_rate=0', 'dde_learning_rate'),
         ('--dde_output=mean', 'dde_output'),
+        ('--client_epochs_per_round=0', 'client_epochs_per_round'),
+        ('--client_batch_size=0', 'client_batch_size'),
+        ('--server_learning_rate=-1', 'server_learning_rate'),
+        ('--num_selected=-1', 'num_selected'),
+        ('--seed=-1', 'seed'),
+        ('--rounds_per_eval=0', 'rounds_per_eval'),
+        ('--use_synthetic_data=maybe', 'use_synthetic_data'),
+        ('--corruption=flip', 'corruption'),
+        ('--corruption_fraction=1', 'corruption_fraction'),
+        ('--progress_bar=maybe', 'progress_bar'),
+        ('--tff_worker_address=localhost', 'tff_worker_address'),
+        ('--tff_worker_address=localhost:0', 'tff_worker_address'),
+        ('--gpus=first', 'gpus'),
+        ('--gpus=0,0', 'gpus'),
+        ('--gpus=99', 'gpus'),  # more GPUs than any machine of ours has
+        ('--max_concurrent_computation_calls=many', 'max_concurrent_computation_calls'),
+        ('--algorithm=bulyan --clients_per_round=5', 'clients_per_round'),
+        ('--algorithm=multi_krum --num_byzantine=4', 'num_byzantine'),
+        ('--algorithm=delta_fl --corruption=omniscient', 'delta_fl does not support update corruption'),
+        ('--algorithm=fedplus_geomed --corruption=gaussian', 'fedplus_geomed does not support update corruption'),
     ],
 )
 def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
   from absl import flags  # pylint: disable=g-import-not-at-top
   with pytest.raises(flags.Error, match=message):
-    flag_values(['train', flag])
+    flag_values(['train', *flag.split()])
+
+
+# Flags every value of which is valid: their type is the whole check.
+_FLAGS_WITHOUT_BAD_VALUES = frozenset()
+
+
+def test_every_runner_flag_has_a_bad_value_test(flag_values):
+  from experiments import train  # pylint: disable=g-import-not-at-top
+  tested = {
+      argument.split('=')[0].removeprefix('--')
+      for argument, _ in test_bad_flags_are_rejected_with_the_flag_named.pytestmark[0].args[1]
+      for argument in argument.split()
+  }
+  defined = {flag.name for flag in flag_values.get_flags_for_module(train.__name__)}
+  assert {'algorithm', 'gpus', 'tff_worker_address'} <= defined
+  assert defined - tested - _FLAGS_WITHOUT_BAD_VALUES == set()
+
+
+def test_a_cohort_larger_than_the_task_is_refused_before_any_tff_computation(flag_values, monkeypatch):
+  from absl import app  # pylint: disable=g-import-not-at-top
+  from experiments import train  # pylint: disable=g-import-not-at-top
+  from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
+  from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+
+  def must_not_run(*args, **kwargs):
+    raise AssertionError('a TFF context or computation was built before the settings were checked')
+
+  monkeypatch.setattr(execution_context, 'set_local_execution_context', must_not_run)
+  monkeypatch.setattr(algorithms, 'build_learning_process', must_not_run)
+  for argv, message in ((['train', '--clients_per_round=31'], r'clients_per_round must be in \[1, 30\]'),
+                        (['train', '--task=digits_cohorts', '--algorithm=mtfeel', '--clients_per_round=10'],
+                         'clients_per_round must be the number of clients')):
+    flag_values.unparse_flags()
+    flag_values(argv)
+    with pytest.raises(app.UsageError, match=message):
+      train.main(['train'])
 
 
 def test_bad_flag_stops_the_binary_before_any_output(tmp_path):
-  result = _train(tmp_path, '--total_rounds=0', timeout=120)
+  result = train_runs.train(tmp_path, '--total_rounds=0', timeout=120)
   assert result.returncode != 0
   assert 'total_rounds' in result.stderr
   assert not (tmp_path / 'run').exists()
 
 
-def test_cohort_too_small_for_bulyan_is_a_clear_error(tmp_path):
-  result = _train(tmp_path, '--task=digits', '--algorithm=bulyan', '--clients_per_round=5', timeout=300)
-  assert result.returncode != 0
-  assert 'bulyan cannot aggregate 5 clients per round: it needs at least 4 * num_byzantine + 3 = 7' in result.stderr
 
-
-def test_too_many_clients_per_round_is_a_clear_error(tmp_path):
-  result = _train(tmp_path, '--task=digits', '--clients_per_round=31', '--total_rounds=1', timeout=300)
-  assert result.returncode != 0
-  assert 'clients_per_round must be in [1, 30]' in result.stderr
 
 
 @pytest.mark.parametrize('algorithm', ['fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa',
                                        'local_only'])
 def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
-  result = _train(tmp_path, '--task=digits_personal', f'--algorithm={algorithm}', '--total_rounds=3',
+  result = train_runs.train(tmp_path, '--task=digits_personal', f'--algorithm={algorithm}', '--total_rounds=3',
                   '--rounds_per_eval=3', '--clients_per_round=5', '--client_learning_rate=0.05')
   assert result.returncode == 0, result.stderr[-3000:]
-  summary, _ = _outputs(tmp_path)
+  summary, _ = train_runs.outputs(tmp_path)
   assert 0.0 <= summary['personal/error_mean'] < 0.9  # below chance (0.9) after 3 rounds
   assert summary['personal/error_p10'] <= summary['personal/error_p90']
   states = os.listdir(tmp_path / 'run' / 'client_states')
   assert 5 <= len(states) <= 10  # the clients sampled in 3 rounds of 5 out of 10, each stored once
 
-
-def test_stateful_algorithms_refuse_update_corruption(tmp_path):
-  result = _train(tmp_path, '--task=digits', '--algorithm=fedplus_geomed', '--corruption=omniscient',
-                  '--corruption_fraction=0.25')
-  assert result.returncode != 0
-  assert 'fedplus_geomed does not support update corruption' in result.stderr
 
 
 @pytest.mark.parametrize('algorithm, flags', [
@@ -197,10 +224,10 @@ def test_stateful_algorithms_refuse_update_corruption(tmp_path):
     ('fedsgd', ()),
 ])
 def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_path, algorithm, flags):
-  result = _train(tmp_path, '--task=digits_cohorts', f'--algorithm={algorithm}', '--clients_per_round=30',
+  result = train_runs.train(tmp_path, '--task=digits_cohorts', f'--algorithm={algorithm}', '--clients_per_round=30',
                   '--total_rounds=2', '--rounds_per_eval=2', '--client_batch_size=20', *flags)
   assert result.returncode == 0, result.stderr[-3000:]
-  summary, rows = _outputs(tmp_path)
+  summary, rows = train_runs.outputs(tmp_path)
   assert 0.0 <= summary['personal/error_mean'] <= 1.0 and len(rows) == 2
   if algorithm == 'fedsgd':
     return
@@ -213,9 +240,3 @@ def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_pat
     assert np.load(tmp_path / 'run' / 'discrepancies.npy').shape == (30, 30)
     assert 'server/objective' in rows[-1]
 
-
-def test_mtfeel_needs_every_device_in_every_round(tmp_path):
-  result = _train(tmp_path, '--task=digits_cohorts', '--algorithm=mtfeel', '--clients_per_round=10',
-                  '--total_rounds=1', timeout=300)
-  assert result.returncode != 0
-  assert 'clients_per_round must be the number of clients of task \'digits_cohorts\', 30, got 10' in result.stderr

@@ -1,7 +1,12 @@
 """FedAvg's round structure around a custom client work: the shared composition of our learning processes."""
 
+import collections
+from typing import Optional
+
 import numpy as np
+import tensorflow as tf
 import tensorflow_federated as tff
+from tensorflow_federated.python.learning.templates import model_delta_client_work
 
 
 def compose_with_fedavg_parts(
@@ -25,5 +30,107 @@ def compose_with_fedavg_parts(
       tff.learning.templates.build_broadcast_process(model_weights_type),
       client_work,
       aggregator_factory.create(update_type, tff.TensorType(np.float32)),
+      tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer_fn, model_weights_type),
+  )
+
+
+def count_nonfinite_updates(
+    client_work: tff.learning.templates.ClientWorkProcess,
+) -> tff.learning.templates.ClientWorkProcess:
+  """TFF's model-delta client work with one more measurement, `num_nonfinite_updates`.
+
+  TFF's model-delta client update (that of `build_weighted_fed_avg`) replaces a model delta that has a NaN
+  or Inf entry by zeros with weight 0 and resets the client's metrics, so the aggregator never sees it and
+  no metric counts it. Otherwise its weight is the number of examples trained on (`NUM_EXAMPLES`) or 1
+  (`UNIFORM`). Hence a client whose dataset yields at least one batch and whose update weight is 0 had a
+  non-finite delta: `num_nonfinite_updates` is the number of such clients. An empty dataset (a zero update,
+  weight 0 or 1) is not counted; nor would a dataset of zero-row batches be, which `tf.data` batching
+  never produces. The other measurements, state and result are `client_work`'s.
+  """
+  signature = client_work.next.type_signature
+  weights_type, data_type = signature.parameter[1], signature.parameter[2]
+  weight_type = signature.result.result.member.update_weight
+  measurement_names = tff.structure.name_list(signature.result.measurements.member)
+
+  @tff.tensorflow.computation(weight_type, data_type.member)
+  def dropped_by_client_work(update_weight, dataset):
+    has_a_batch = dataset.take(1).reduce(tf.constant(False), lambda found, batch: tf.constant(True))
+    return tf.cast(tf.logical_and(has_a_batch, tf.equal(update_weight, 0.0)), tf.int32)
+
+  @tff.federated_computation(client_work.initialize.type_signature.result, weights_type, data_type)
+  def next_fn(state, model_weights, client_data):
+    output = client_work.next(state, model_weights, client_data)
+    flags = tff.federated_map(dropped_by_client_work, (output.result.update_weight, client_data))
+    measurements = collections.OrderedDict((name, output.measurements[name]) for name in measurement_names)
+    measurements['num_nonfinite_updates'] = tff.federated_sum(flags)
+    return tff.templates.MeasuredProcessOutput(output.state, output.result, tff.federated_zip(measurements))
+
+  return tff.learning.templates.ClientWorkProcess(
+      client_work.initialize, next_fn,
+      get_hparams_fn=client_work.get_hparams, set_hparams_fn=client_work.set_hparams,
+  )
+
+
+def build_fed_avg_process(
+    model_fn,
+    client_optimizer_fn: tff.learning.optimizers.Optimizer,
+    server_optimizer_fn: Optional[tff.learning.optimizers.Optimizer] = None,
+    *,
+    client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+    model_distributor=None,
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    metrics_aggregator=None,
+    loop_implementation: tff.learning.LoopImplementation = tff.learning.LoopImplementation.DATASET_REDUCE,
+) -> tff.learning.templates.LearningProcess:
+  """`tff.learning.algorithms.build_weighted_fed_avg`, arguments, defaults and parts included, whose client
+  work also reports `num_nonfinite_updates` (`count_nonfinite_updates`): metrics
+  `client_work/num_nonfinite_updates` count the clients left out of the round for a non-finite update.
+
+  `model_fn` is a no-arg callable returning a `tff.learning.models.VariableModel`, or a
+  `tff.learning.models.FunctionalModel`; the server optimizer defaults to SGD with learning rate 1 and the
+  aggregator to `tff.aggregators.MeanFactory()`, as in TFF.
+  """
+  if server_optimizer_fn is None:
+    server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
+  if model_aggregator is None:
+    model_aggregator = tff.aggregators.MeanFactory()
+  if metrics_aggregator is None:
+    metrics_aggregator = tff.learning.metrics.sum_then_finalize
+  functional = isinstance(model_fn, tff.learning.models.FunctionalModel)
+  if functional:
+
+    @tff.tensorflow.computation
+    def initial_model_weights_fn():
+      trainable, non_trainable = model_fn.initial_weights
+      return tff.learning.models.ModelWeights(
+          tuple(tf.convert_to_tensor(w) for w in trainable), tuple(tf.convert_to_tensor(w) for w in non_trainable)
+      )
+
+    client_work = model_delta_client_work.build_functional_model_delta_client_work(
+        model=model_fn, optimizer=client_optimizer_fn, client_weighting=client_weighting,
+        metrics_aggregator=metrics_aggregator, loop_implementation=loop_implementation,
+    )
+  else:
+    if not callable(model_fn):
+      raise TypeError(
+          f'model_fn must be a no-arg callable returning a VariableModel, or a FunctionalModel, got {model_fn!r}'
+      )
+
+    @tff.tensorflow.computation
+    def initial_model_weights_fn():
+      return tff.learning.models.ModelWeights.from_model(model_fn())
+
+    client_work = tff.learning.templates.build_model_delta_client_work(
+        model_fn, client_optimizer_fn, client_weighting, metrics_aggregator,
+        loop_implementation=loop_implementation,
+    )
+  model_weights_type = initial_model_weights_fn.type_signature.result
+  if model_distributor is None:
+    model_distributor = tff.learning.templates.build_broadcast_process(model_weights_type)
+  return tff.learning.templates.compose_learning_process(
+      initial_model_weights_fn,
+      model_distributor,
+      count_nonfinite_updates(client_work),
+      model_aggregator.create(model_weights_type.trainable, tff.TensorType(np.float32)),
       tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer_fn, model_weights_type),
   )

@@ -105,8 +105,10 @@ def build_delta_fl_process(
 
   Returns:
     A `LearningProcess` with FedAvg's state accessors. `metrics['client_work']['filter']` holds the
-    threshold, the number and weight share of kept devices, empty-round counts and the quantile's
-    secure-average calls (see `delta_fl_client_work`).
+    threshold, the number and weight share of kept devices, empty-round counts, the devices whose loss was
+    not finite (`num_nonfinite_losses`: left out) and the quantile's secure-average calls;
+    `metrics['client_work']['num_nonfinite_updates']` the kept devices whose update was not finite (left out
+    with weight 0). See `delta_fl_client_work`.
 
   Raises:
     TypeError: for arguments of the wrong type (e.g. a functional model).

@@ -10,7 +10,9 @@ Superquantile FL (Laguel et al.), Algorithm 2 lines 3-8 and Algorithm 3 lines 3-
   3. eta_t is broadcast and each client trains only if F_k(w_t) >= eta_t - tolerance (the secure
      quantile's smoothing radius; 0 for the exact one); a failing client returns a zero update with
      weight 0, so the weighted mean that follows averages the kept clients only.
-A client whose loss is not finite is not kept and is counted. Losses are means over the dataset as given:
+A client whose loss is not finite is not kept and is counted (`filter/num_nonfinite_losses`); a kept client
+whose training ends in a non-finite model is left out by TFF's client update (zero update, weight 0) and
+counted in `num_nonfinite_updates`. Losses are means over the dataset as given:
 with several local epochs each example counts equally often, so the mean is the same as over one epoch.
 """
 
@@ -46,7 +48,9 @@ def build_filtering_client_work(
   the number of rounds so far that kept nobody. Measurements under `train` (TFF's training metrics of the
   clients that trained) and `filter`: `threshold`, `num_clients`, `num_kept`, `kept_weight_share`,
   `empty_round`, `empty_rounds` (cumulative), `num_nonfinite_losses`, `secure_average_calls` (quantile
-  passes this round) and `quantile` (the quantile process's own measurements).
+  passes this round) and `quantile` (the quantile process's own measurements); and `num_nonfinite_updates`:
+  kept clients with at least one example whose update TFF's client update returned with weight 0, which it
+  does exactly when the model delta is not finite (it then zeroes the delta and resets the metrics).
   """
   data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
   loss_type = tff.TensorType(np.float32)
@@ -102,10 +106,14 @@ def build_filtering_client_work(
   state_type = init_fn.type_signature.result
   hparams_type = state_type.member.hparams
 
-  @tff.tensorflow.computation(hparams_type, weights_type, data_type, loss_type, tff.TensorType(np.bool_),
-                              loss_type)
-  def train_if_kept(hparams, model_weights, dataset, loss, nonfinite, threshold):
-    """Algorithm 3, LocalUpdate: local training if F_k(w) >= eta, else (zero update, weight 0)."""
+  @tff.tensorflow.computation(hparams_type, weights_type, data_type, loss_type, loss_type,
+                              tff.TensorType(np.bool_), loss_type)
+  def train_if_kept(hparams, model_weights, dataset, loss, weight, nonfinite, threshold):
+    """Algorithm 3, LocalUpdate: local training if F_k(w) >= eta, else (zero update, weight 0).
+
+    Also returns whether the client trained (update weight > 0) and whether it was kept, had examples
+    (alpha_k > 0) and still got weight 0: a non-finite update.
+    """
     client_update = model_delta_client_work.build_model_delta_update_with_tff_optimizer(
         model_fn, weighting=client_weighting, loop_implementation=loop_implementation
     )
@@ -123,7 +131,10 @@ def build_filtering_client_work(
         kept, lambda: client_update(client_optimizer, model_weights, dataset, hparams), skip
     )
     trained = tf.where(result.update_weight > 0, 1.0, 0.0)
-    return result, model_output, trained
+    nonfinite_update = tf.logical_and(
+        tf.logical_and(kept, weight > 0), tf.logical_not(result.update_weight > 0)
+    )
+    return result, model_output, trained, nonfinite_update
 
   @tff.tensorflow.computation(loss_type, loss_type)
   def kept_and_total(kept, weight):
@@ -178,9 +189,9 @@ def build_filtering_client_work(
       quantile_calls = (
           quantile.measurements.secure_average_calls if uses_tolerance else tff.federated_value(0, tff.SERVER)
       )
-    result, model_outputs, kept = tff.federated_map(
+    result, model_outputs, kept, nonfinite_update = tff.federated_map(
         train_if_kept,
-        (tff.federated_broadcast(state.hparams), model_weights, client_data, loss, nonfinite,
+        (tff.federated_broadcast(state.hparams), model_weights, client_data, loss, weight, nonfinite,
          tff.federated_broadcast(threshold)),
     )
     counts = tff.federated_map(summarize, (
@@ -205,7 +216,8 @@ def build_filtering_client_work(
         empty_rounds=counts.empty_rounds,
     )
     measurements = collections.OrderedDict(
-        train=metrics_aggregation_fn(model_outputs), filter=tff.federated_zip(filter_measurements)
+        train=metrics_aggregation_fn(model_outputs), filter=tff.federated_zip(filter_measurements),
+        num_nonfinite_updates=federated_counting.count_flagged_clients(nonfinite_update),
     )
     return tff.templates.MeasuredProcessOutput(
         tff.federated_zip(new_state), result, tff.federated_zip(measurements)

@@ -5,6 +5,9 @@ weighted geometric median of the client updates (Algorithm 2, smoothed Weiszfeld
 translation-equivariant, so aggregating model deltas and applying them with server SGD at learning rate 1
 gives the geometric median of the client models (the paper's App. B TFF template). One-step RFA
 (Algorithm 3) is one Weiszfeld step from v^(0) = 0 on the model deltas.
+
+A client whose local training ends in a non-finite model is left out by TFF's client work (zero update,
+weight 0) and counted in `client_work/num_nonfinite_updates` (`composition.build_fed_avg_process`).
 """
 
 from typing import Optional
@@ -12,6 +15,7 @@ from typing import Optional
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import geometric_median
+from tff_robust.processes import composition
 
 _DEFAULT_NUM_PASSES = 3
 
@@ -55,6 +59,8 @@ def build_rfa_process(
 ) -> tff.learning.templates.LearningProcess:
   """Builds RFA: `tff.learning.algorithms.build_weighted_fed_avg` with geometric-median aggregation.
 
+  Built by `composition.build_fed_avg_process`: FedAvg's parts, plus a count of non-finite client updates.
+
   Args:
     model_fn: as for `build_weighted_fed_avg` (a no-arg callable returning a `tff.learning.models.
       VariableModel`, or a `tff.learning.models.FunctionalModel`).
@@ -72,7 +78,8 @@ def build_rfa_process(
 
   Returns:
     A `tff.learning.templates.LearningProcess` with FedAvg's state, metrics and `get_model_weights`; the
-    geometric-median measurements appear under `metrics['aggregator']`.
+    geometric-median measurements appear under `metrics['aggregator']`, and the number of clients whose
+    update was not finite (left out with weight 0) under `metrics['client_work']['num_nonfinite_updates']`.
 
   Raises:
     TypeError: if `model_aggregator` is passed (RFA is defined by its aggregator).
@@ -87,7 +94,7 @@ def build_rfa_process(
   aggregator = rfa_aggregator(
       num_passes=num_passes, smoothing=smoothing, one_step=one_step, mean_factory=mean_factory
   )
-  return tff.learning.algorithms.build_weighted_fed_avg(
+  return composition.build_fed_avg_process(
       model_fn,
       client_optimizer_fn,
       server_optimizer_fn,

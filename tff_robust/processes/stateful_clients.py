@@ -9,14 +9,21 @@ also reads and rewrites the client's state:
     = client_update(w, state_k, data_k) -> aggregate the updates -> server optimizer on w.
 The simulation driver (`tff_robust.simulation.training_loop.run_training`) keeps every client's state in a
 `ClientStateStore` between its visits.
+
+A client whose update, update weight or new state has a NaN or Inf entry (e.g. from NaN or Inf features) is
+left out of the round as TFF's model-delta client work leaves it out: update zeros with weight 0, metrics
+zeros (TFF resets them); besides, it keeps its previous state, so that one bad visit does not make its state
+(a personal model) non-finite for good. Such clients are counted in `client_work/num_nonfinite_updates`.
 """
 
 import collections
 from typing import Callable, NamedTuple
 
 import numpy as np
+import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import structure_math
 from tff_robust.processes import model_types
 
 
@@ -97,15 +104,34 @@ def build_stateful_client_process(
 
   Returns:
     A `StatefulClientProcess`. Server state: `global_model_weights`, `aggregator`, `finalizer`. Metrics:
-    `client_work/train` (the model's metrics over the cohort's local training), `aggregator` and
+    `client_work/train` (the model's metrics over the cohort's local training, clients left out for a
+    non-finite result excluded), `client_work/num_nonfinite_updates` (those clients), `aggregator` and
     `finalizer` (the processes' measurements).
   """
   data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
   client_state_type = client_state_type_fn(weights_type)
   client_update = client_update_fn(weights_type, client_state_type, data_type)
-  update_type = client_update.type_signature.result[0]
+  output_types = client_update.type_signature.result
+  update_type = output_types[0]
   aggregator = aggregator_factory.create(update_type, tff.TensorType(np.float32))
   finalizer = tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer, weights_type)
+
+  @tff.tensorflow.computation(*output_types, client_state_type)
+  def leave_out_if_nonfinite(update, weight, new_client_state, model_metrics, client_state):
+    """A non-finite (update, weight, new state) becomes (zeros, 0, the previous state) with zero metrics."""
+    floats = [t for t in tf.nest.flatten([update, new_client_state]) if t.dtype.is_floating]
+    nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(floats), tf.math.is_finite(weight)))
+    kept_state = tf.nest.pack_sequence_as(new_client_state, [
+        tf.where(nonfinite, previous, new)
+        for previous, new in zip(tf.nest.flatten(client_state), tf.nest.flatten(new_client_state))
+    ])
+    return (
+        structure_math.zeros_where(nonfinite, update),
+        tf.where(nonfinite, tf.zeros_like(weight), weight),
+        kept_state,
+        structure_math.zeros_where(nonfinite, model_metrics),
+        tf.cast(nonfinite, tf.int32),
+    )
 
   @tff.tensorflow.computation
   def initial_model_weights_fn():
@@ -128,6 +154,9 @@ def build_stateful_client_process(
     outputs = tff.federated_map(client_update, (
         tff.federated_broadcast(state.global_model_weights), client_states, client_data,
     ))
+    outputs = tff.federated_map(
+        leave_out_if_nonfinite, (outputs[0], outputs[1], outputs[2], outputs[3], client_states)
+    )
     update, weight, new_client_states, model_metrics = outputs[0], outputs[1], outputs[2], outputs[3]
     aggregated = aggregator.next(state.aggregator, update, weight)
     finalized = finalizer.next(state.finalizer, state.global_model_weights, aggregated.result)
@@ -135,7 +164,9 @@ def build_stateful_client_process(
         global_model_weights=finalized.result, aggregator=aggregated.state, finalizer=finalized.state,
     ))
     metrics = tff.federated_zip(collections.OrderedDict(
-        client_work=tff.federated_zip(collections.OrderedDict(train=metrics_aggregation_fn(model_metrics))),
+        client_work=tff.federated_zip(collections.OrderedDict(
+            train=metrics_aggregation_fn(model_metrics), num_nonfinite_updates=tff.federated_sum(outputs[4]),
+        )),
         aggregator=aggregated.measurements,
         finalizer=finalized.measurements,
     ))

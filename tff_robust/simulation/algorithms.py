@@ -9,6 +9,7 @@ from tff_robust.aggregators import baselines
 from tff_robust.aggregators import channels
 from tff_robust.aggregators import gathering
 from tff_robust.aggregators import delta_median
+from tff_robust.processes import composition
 from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
 from tff_robust.processes import indexed_clients
@@ -105,6 +106,30 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> Optional[tff.aggrega
   raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
 
 
+def check_settings(
+    name: str, config: AlgorithmConfig, *, clients_per_round: Optional[int] = None,
+    update_attack: Optional[str] = None,
+) -> Optional[tff.aggregators.WeightedAggregationFactory]:
+  """Raises ValueError if algorithm `name` cannot run with these settings; else returns its model aggregator.
+
+  Builds no TFF computation, so a runner can reject a configuration before any compute is spent: an unknown
+  name, a cohort of `clients_per_round` too small for a gather-based rule, an update attack on an algorithm
+  whose client work has no corruption flag (`delta_fl`, `fedsgd`, the stateful and sign-vote algorithms), a
+  sign-vote algorithm without `clients_per_round`, and the channel's parameters.
+  """
+  aggregator = model_aggregator(name, config)
+  if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
+    aggregator.check_clients_per_round(clients_per_round)
+  if update_attack is not None and (
+      name in ('delta_fl', 'fedsgd') or name in STATEFUL_ALGORITHM_NAMES or name in INDEXED_ALGORITHM_NAMES):
+    raise ValueError(f'{name} does not support update corruption ({update_attack!r}); use data corruption')
+  if name in INDEXED_ALGORITHM_NAMES:
+    if clients_per_round is None:
+      raise ValueError(f'{name} needs clients_per_round: the number of devices, all of which train every round')
+    config.create_channel()
+  return aggregator
+
+
 def build_learning_process(
     name: str,
     model_fn,
@@ -117,8 +142,10 @@ def build_learning_process(
            indexed_clients.IndexedClientsProcess]:
   """Builds algorithm `name` with client and server SGD.
 
-  `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`, the aggregator of
-  `build_rfa_process`, so they are that process. With `update_attack`
+  `fedavg`, `rfa`, `rfa_one_step` and the gather-based baselines and norm clipping are
+  `composition.build_fed_avg_process` (`build_weighted_fed_avg` that also counts non-finite client updates)
+  with the algorithm's aggregator; `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`,
+  the aggregator of `build_rfa_process`, so they are that process. With `update_attack`
   ('gaussian' or 'omniscient') the process takes `(dataset, flag dataset)` per client and poisons the
   flagged clients' updates before the aggregator (`update_corruption_process`).
 
@@ -137,18 +164,11 @@ def build_learning_process(
   is `build_sign_sgd_process` with majority vote.
 
   Raises:
-    ValueError: for an unknown name, a cohort of `clients_per_round` too small for the algorithm, or an
-      update attack with `delta_fl`, a stateful or a sign-vote algorithm (their client work has no corruption
-      flag).
+    ValueError: for settings `check_settings` rejects.
   """
-  aggregator = model_aggregator(name, config)
-  if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
-    aggregator.check_clients_per_round(clients_per_round)
+  aggregator = check_settings(name, config, clients_per_round=clients_per_round, update_attack=update_attack)
   client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.client_learning_rate)
   server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.server_learning_rate)
-  if update_attack is not None and (
-      name in ('delta_fl', 'fedsgd') or name in STATEFUL_ALGORITHM_NAMES or name in INDEXED_ALGORITHM_NAMES):
-    raise ValueError(f'{name} does not support update corruption ({update_attack!r}); use data corruption')
   if name in ('local_only',) or name.startswith('fedplus_'):
     return fedplus.build_fedplus_process(
         model_fn, client_optimizer, variant='avg' if name == 'local_only' else name.removeprefix('fedplus_'),
@@ -161,8 +181,6 @@ def build_learning_process(
         model_fn, client_optimizer, server_optimizer, num_passes=config.rfa_num_passes,
         smoothing=config.rfa_smoothing,
     )
-  if name in INDEXED_ALGORITHM_NAMES and clients_per_round is None:
-    raise ValueError(f'{name} needs clients_per_round: the number of devices, all of which train every round')
   if name == 'mtfeel':
     return mtfeel.build_mtfeel_process(
         model_fn, clients_per_round, learning_rate=config.server_learning_rate,
@@ -189,6 +207,6 @@ def build_learning_process(
         model_fn, client_optimizer, server_optimizer,
         model_aggregator=aggregator, attack=update_attack, seed=seed,
     )
-  return tff.learning.algorithms.build_weighted_fed_avg(
+  return composition.build_fed_avg_process(
       model_fn, client_optimizer, server_optimizer, model_aggregator=aggregator
   )

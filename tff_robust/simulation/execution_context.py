@@ -1,4 +1,4 @@
-"""A TFF C++ execution context whose `worker_binary` this process owns and always stops.
+"""TFF C++ execution contexts: on a `worker_binary` this process owns and always stops, or on remote workers.
 
 `tff.backends.native.set_sync_local_cpp_execution_context()` (installed when TFF is imported) starts a
 `worker_binary` that inherits stdout/stderr and is stopped only from a `__del__` that fails at interpreter
@@ -9,6 +9,15 @@ same binary itself, sends its output to a log file, stops it at exit (`atexit`) 
 The context compiles secure-sum intrinsics to their insecure bodies (`tff.backends.test`), so aggregators
 built on `tff.aggregators.SecureSumFactory` run in simulation with the same clipping and quantisation as in
 deployment.
+
+Remote execution (`set_remote_execution_context`) uses TFF's own runtime pieces: one address runs every
+computation on that executor service (`tff.framework.RemoteExecutor` over gRPC); several addresses shard each
+round's cohort over them with TFF's `tff.framework.MergeableCompExecutionContext`, which splits a computation
+at its aggregation, runs the client-side part of each shard on its own worker and merges the partial
+aggregates. TFF can split only a computation whose aggregations do not depend on one another
+(`check_shardable`): FedAvg and the gather-based baselines qualify; the robust aggregators that are a
+sequence of secure averages (RFA's Weiszfeld passes, Delta-FL's quantile, Fed+'s delta-medians) do not.
+Start a worker with `python -m tff_robust.simulation.worker_service --port=PORT`.
 """
 
 import atexit
@@ -17,11 +26,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
+from typing import Optional, Sequence
 
 import grpc
 import portpicker
 import tensorflow_federated as tff
+from tensorflow_federated.python.core.backends.native import mergeable_comp_compiler
 
 _GRPC_CHANNEL_OPTIONS = [
     ('grpc.max_send_message_length', 2 * 1000 * 1000 * 1000),
@@ -42,7 +52,8 @@ def worker_binary_path() -> str:
 class LocalWorker:
   """A `worker_binary` subprocess on a loopback port, stopped by `stop()`, at exit, or with its parent."""
 
-  def __init__(self, *, max_concurrent_computation_calls: int = -1):
+  def __init__(self, *, max_concurrent_computation_calls: int = -1, visible_gpus: Optional[str] = None):
+    """`visible_gpus`: the worker's CUDA_VISIBLE_DEVICES (None: inherited; see `gpu_placement`)."""
     self.port = portpicker.pick_unused_port()
     self.log_path = os.path.join(tempfile.gettempdir(), f'tff_robust_worker_{os.getpid()}_{self.port}.log')
     self._log_file = open(self.log_path, 'wb')
@@ -56,6 +67,7 @@ class LocalWorker:
         stdout=self._log_file,
         stderr=subprocess.STDOUT,
         close_fds=True,
+        env=_environment_with_visible_gpus(visible_gpus),
     )
     atexit.register(self.stop)
 
@@ -92,6 +104,13 @@ class LocalWorker:
     atexit.unregister(self.stop)
 
 
+def _environment_with_visible_gpus(visible_gpus: Optional[str]) -> dict[str, str]:
+  environment = dict(os.environ)
+  if visible_gpus is not None:
+    environment['CUDA_VISIBLE_DEVICES'] = visible_gpus
+  return environment
+
+
 def _wait_until_ready(stub, worker: Optional[LocalWorker], address: str) -> None:
   deadline = time.monotonic() + _WORKER_START_TIMEOUT_SECONDS
   while not stub.is_ready:
@@ -107,7 +126,7 @@ def _compile_for_simulation(computation):
   return tff.backends.native.desugar_and_transform_to_native(computation)
 
 
-def _make_context(stub, default_num_clients: int) -> tff.framework.SyncExecutionContext:
+def _executor_factory(stub, default_num_clients: int) -> tff.framework.ResourceManagingExecutorFactory:
   def executor_stack_fn(cardinalities):
     if cardinalities.get(tff.CLIENTS) is None:
       cardinalities[tff.CLIENTS] = default_num_clients
@@ -115,29 +134,104 @@ def _make_context(stub, default_num_clients: int) -> tff.framework.SyncExecution
     executor.set_cardinalities(cardinalities)
     return executor
 
+  return tff.framework.ResourceManagingExecutorFactory(executor_stack_fn)
+
+
+def _make_context(stub, default_num_clients: int) -> tff.framework.SyncExecutionContext:
   return tff.framework.SyncExecutionContext(
-      executor_fn=tff.framework.ResourceManagingExecutorFactory(executor_stack_fn),
+      executor_fn=_executor_factory(stub, default_num_clients),
       compiler_fn=_compile_for_simulation,
       transform_args=tff.tensorflow.transform_args,
       transform_result=tff.tensorflow.transform_result,
   )
 
 
+def _compile_to_shards(computation) -> tff.framework.MergeableCompForm:
+  return mergeable_comp_compiler.compile_to_mergeable_comp_form(
+      tff.backends.test.replace_secure_intrinsics_with_bodies(computation)
+  )
+
+
+class _ShardingContext(tff.framework.MergeableCompExecutionContext):
+  """TFF's mergeable-computation context, returning results in the computation's own Python containers.
+
+  Compilation to `MergeableCompForm` drops the Python containers of the result type (a `LearningProcessOutput`
+  comes back as an `OrderedDict`); they are restored from the original computation's type signature.
+  """
+
+  def invoke(self, comp, arg=None):
+    result = tff.structure.from_container(super().invoke(comp, arg), recursive=True)
+    return tff.types.type_to_py_container(result, comp.type_signature.result)
+
+
+def check_shardable(computation, description: str) -> None:
+  """Raises ValueError, naming `description`, if TFF cannot shard `computation` over several workers."""
+  try:
+    _compile_to_shards(computation)
+  except ValueError as error:
+    raise ValueError(
+        f'{description} cannot be sharded over several TFF workers: TFF splits a computation only at '
+        'aggregations that do not depend on one another, and this one has dependent aggregations '
+        f'({str(error)[:80]}...). Give a single --tff_worker_address.'
+    ) from None
+
+
+def _ready_stub(address: str):
+  stub = tff.framework.RemoteExecutorGrpcStub(grpc.insecure_channel(address, _GRPC_CHANNEL_OPTIONS))
+  _wait_until_ready(stub, None, address)
+  return stub
+
+
+def set_remote_execution_context(addresses: Sequence[str], *, default_num_clients: int = 0) -> None:
+  """Runs every TFF computation on the executor services at `addresses` (`host:port`, already started).
+
+  One address: the computations run there unchanged. Several: each invocation's clients are split into
+  `len(addresses)` shards, one per worker (TFF's `MergeableCompExecutionContext`); only computations that
+  pass `check_shardable` can run.
+  """
+  if not addresses:
+    raise ValueError('addresses must name at least one TFF worker (host:port)')
+  stubs = [_ready_stub(address) for address in addresses]
+  if len(stubs) == 1:
+    tff.framework.set_default_context(_make_context(stubs[0], default_num_clients))
+    return
+  shard_contexts = [
+      tff.framework.AsyncExecutionContext(
+          executor_fn=_executor_factory(stub, default_num_clients),
+          compiler_fn=_compile_for_simulation,
+          transform_args=tff.tensorflow.transform_args,
+          transform_result=tff.tensorflow.transform_result,
+      )
+      for stub in stubs
+  ]
+  tff.framework.set_default_context(_ShardingContext(
+      shard_contexts, compiler_fn=_compile_to_shards, transform_args=tff.tensorflow.transform_args,
+      transform_result=tff.tensorflow.transform_result,
+  ))
+
+
 _local_worker: Optional[LocalWorker] = None
 
 
-def set_local_execution_context(*, default_num_clients: int = 0) -> LocalWorker:
+def set_local_execution_context(
+    *, default_num_clients: int = 0, max_concurrent_computation_calls: int = -1, visible_gpus: Optional[str] = None
+) -> LocalWorker:
   """Installs (once per process) a C++ execution context backed by a worker this process owns.
 
   Args:
     default_num_clients: number of clients assumed when a computation's arguments do not determine it.
+    max_concurrent_computation_calls: the worker's limit on parallel calls of one computation (e.g. client
+      training); non-positive means none. TFF's remedy for running out of GPU memory.
+    visible_gpus: the worker's CUDA_VISIBLE_DEVICES (`gpu_placement.visible_gpus_setting`); None inherits.
 
   Returns:
     The `LocalWorker`; call `stop_local_execution_context()` (or let the process exit) to stop it.
   """
   global _local_worker
   if _local_worker is None or not _local_worker.is_running():
-    worker = LocalWorker()
+    worker = LocalWorker(
+        max_concurrent_computation_calls=max_concurrent_computation_calls, visible_gpus=visible_gpus
+    )
     stub = tff.framework.RemoteExecutorGrpcStub(grpc.insecure_channel(worker.address, _GRPC_CHANNEL_OPTIONS))
     try:
       _wait_until_ready(stub, worker, worker.address)

@@ -25,6 +25,18 @@ from tff_robust.simulation.tasks import evaluation
 _WEIGHTED_MEAN_CALLS = 1
 
 
+def check_clients_per_round(task: base.Task, clients_per_round: int, *, every_client_every_round: bool) -> None:
+  """Raises ValueError unless `task` has room for cohorts of `clients_per_round` (all of them, if so asked)."""
+  num_clients = len(task.train_data.client_ids)
+  if every_client_every_round and clients_per_round != num_clients:
+    raise ValueError(
+        f'every device trains in every round of this algorithm: clients_per_round must be the number of clients '
+        f'of task {task.name!r}, {num_clients}, got {clients_per_round}'
+    )
+  if not 1 <= clients_per_round <= num_clients:
+    raise ValueError(f'clients_per_round must be in [1, {num_clients}] for task {task.name!r}, got {clients_per_round}')
+
+
 def run_training(
     process: tff.learning.templates.LearningProcess,
     task: base.Task,
@@ -66,7 +78,10 @@ def run_training(
 
   Tasks with a `device_evaluator` also get the per-device distributions (`train/loss_p90`,
   `eval/error_mean`, ...; see `evaluation.distribution_summary`) at each evaluation, and `devices.csv`
-  with every device's final loss and error. Delta-FL's filter measurements are released as `filter/*`.
+  with every device's final loss and error. Delta-FL's filter measurements are released as `filter/*`, and
+  the clients left out for a non-finite update as `num_nonfinite_updates`.
+
+  The final global model (if the process has one) is written to `model_weights.npz`.
 
   Returns:
     The summary written to `summary.json`: final `eval/*` metrics, last `train/*` metrics, `rounds`,
@@ -74,22 +89,16 @@ def run_training(
     `summary_extras`.
   """
   client_ids = list(task.train_data.client_ids)
-  if not 1 <= clients_per_round <= len(client_ids):
-    raise ValueError(
-        f'clients_per_round must be in [1, {len(client_ids)}] for task {task.name!r}, got {clients_per_round}'
-    )
+  stateful = isinstance(process, stateful_clients.StatefulClientProcess)
+  indexed = isinstance(process, indexed_clients.IndexedClientsProcess)
+  check_clients_per_round(task, clients_per_round, every_client_every_round=indexed)
+  if indexed and process.num_clients != clients_per_round:
+    raise ValueError(f'the process trains {process.num_clients} devices, but clients_per_round is {clients_per_round}')
   os.makedirs(output_dir, exist_ok=True)
   rng = np.random.default_rng(seed)
   state = process.initialize()
   if initial_model_weights is not None:
     state = process.set_model_weights(state, initial_model_weights)
-  stateful = isinstance(process, stateful_clients.StatefulClientProcess)
-  indexed = isinstance(process, indexed_clients.IndexedClientsProcess)
-  if indexed and not clients_per_round == process.num_clients == len(client_ids):
-    raise ValueError(
-        f'every device trains in every round of this process ({process.num_clients} devices): clients_per_round '
-        f'must be the number of clients of task {task.name!r}, {len(client_ids)}, got {clients_per_round}'
-    )
   store = client_state_store.ClientStateStore(
       os.path.join(output_dir, 'client_states'), process.initial_client_state(state)
   ) if stateful else None
@@ -142,7 +151,7 @@ def run_training(
     released = collections.OrderedDict(
         (key.removeprefix('client_work/'), value)
         for key, value in round_metrics.items()
-        if key.startswith(('client_work/train/', 'client_work/filter/'))
+        if key.startswith(('client_work/train/', 'client_work/filter/', 'client_work/num_nonfinite_updates'))
     )
     released.update(
         (key, value) for key, value in round_metrics.items() if key.startswith(('aggregator/', 'server/'))
@@ -169,6 +178,7 @@ def run_training(
       seconds_per_round=float(np.mean(round_seconds)) if round_seconds else 0.0,
   )
   summary.update(summary_extras or {})
+  _save_model_weights(os.path.join(output_dir, 'model_weights.npz'), process.get_model_weights(state))
   if indexed:
     for name, array in process.artifacts(state).items():
       np.save(os.path.join(output_dir, f'{name}.npy'), array)
@@ -217,6 +227,15 @@ def _personal_weights(process, state, store, global_weights, client_ids) -> Call
   if store is None:
     return lambda client_id: global_weights
   return lambda client_id: process.personal_model_weights(global_weights, store.get([client_id])[0])
+
+
+def _save_model_weights(path: str, model_weights: Optional[tff.learning.models.ModelWeights]) -> None:
+  """Writes the final global model as `trainable_<i>` and `non_trainable_<i>` arrays (none: no file)."""
+  if model_weights is None:
+    return
+  arrays = {f'trainable_{i}': np.asarray(v) for i, v in enumerate(model_weights.trainable)}
+  arrays.update((f'non_trainable_{i}', np.asarray(v)) for i, v in enumerate(model_weights.non_trainable))
+  np.savez(path, **arrays)
 
 
 def _write_device_rows(path: str, rows: list[dict]) -> None:

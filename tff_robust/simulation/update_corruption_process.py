@@ -4,7 +4,8 @@
 optimizer finalizer, with two changes: each client's data is `<dataset, flag>` (the flag a one-element bool
 dataset: TFF client data must be sequences), and the client work passes `<update, flag>` to an
 `UpdateCorruptionFactory` around the algorithm's own aggregator. With no corrupted client it computes
-exactly `build_weighted_fed_avg(..., model_aggregator=model_aggregator)`.
+exactly `build_weighted_fed_avg(..., model_aggregator=model_aggregator)`, and like
+`composition.build_fed_avg_process` it counts non-finite client updates (`client_work/num_nonfinite_updates`).
 """
 
 import numpy as np
@@ -62,9 +63,9 @@ def build_update_corruption_process(
     client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
 ) -> tff.learning.templates.LearningProcess:
   """Builds the process; `next(state, [(dataset, corruption_flag_dataset(flag)), ...])`."""
-  client_work = _flag_emitting_client_work(
+  client_work = _flag_emitting_client_work(composition.count_nonfinite_updates(
       tff.learning.templates.build_model_delta_client_work(model_fn, client_optimizer_fn, client_weighting)
-  )
+  ))
   aggregator = update_corruption.UpdateCorruptionFactory(
       attack, model_aggregator, gaussian_mode=gaussian_mode, seed=seed
   )

@@ -1,0 +1,82 @@
+"""`experiments.train` on TFF executor services started with `tff_robust.simulation.worker_service`."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import portpicker
+import pytest
+
+from tests.experiments import train_runs
+
+_FLAGS = ('--task=digits', '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=4')
+
+
+def _pid_alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  with open(f'/proc/{pid}/stat') as stat:
+    return stat.read().split()[2] != 'Z'
+
+
+@pytest.fixture
+def loopback_workers():
+  """Starts worker services on loopback ports; yields a function making n of them; stops them all."""
+  started = []
+
+  def start(count):
+    addresses = []
+    for _ in range(count):
+      port = portpicker.pick_unused_port()
+      process = subprocess.Popen(
+          [sys.executable, '-m', 'tff_robust.simulation.worker_service', f'--port={port}', '--gpus=none'],
+          cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+      )
+      started.append(process)
+      addresses.append(f'localhost:{port}')
+    return ','.join(addresses)
+
+  yield start
+  for process in started:
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=30)
+    assert not _pid_alive(process.pid), 'a worker_binary outlived the test'
+
+
+def _final_model(tmp_path, name, *flags):
+  result = train_runs.train(tmp_path, *_FLAGS, *flags, name=name)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return train_runs.model_weights(tmp_path, name), train_runs.outputs(tmp_path, name)[0]
+
+
+def _assert_same_run(remote, local):
+  remote_weights, remote_summary = remote
+  local_weights, local_summary = local
+  assert len(remote_weights) == len(local_weights)
+  for remote_array, local_array in zip(remote_weights, local_weights):
+    np.testing.assert_allclose(remote_array, local_array, rtol=1e-5, atol=1e-6)
+  assert remote_summary['eval/accuracy'] == pytest.approx(local_summary['eval/accuracy'], abs=1e-6)
+  assert remote_summary['secure_average_calls'] == local_summary['secure_average_calls']
+
+
+def test_rfa_on_a_loopback_worker_trains_the_same_model_as_locally(tmp_path, loopback_workers):
+  address = loopback_workers(1)
+  remote = _final_model(tmp_path, 'remote', '--algorithm=rfa', f'--tff_worker_address={address}')
+  local = _final_model(tmp_path, 'local', '--algorithm=rfa')
+  _assert_same_run(remote, local)
+
+
+def test_fedavg_sharded_over_two_workers_trains_the_same_model_as_locally(tmp_path, loopback_workers):
+  addresses = loopback_workers(2)
+  sharded = _final_model(tmp_path, 'sharded', '--algorithm=fedavg', f'--tff_worker_address={addresses}')
+  local = _final_model(tmp_path, 'local', '--algorithm=fedavg')
+  _assert_same_run(sharded, local)
+  refused = train_runs.train(tmp_path, *_FLAGS, '--algorithm=rfa', f'--tff_worker_address={addresses}',
+                             name='refused')
+  assert refused.returncode != 0
+  assert '--algorithm=rfa cannot be sharded over several TFF workers' in refused.stderr
+  assert not (tmp_path / 'refused' / 'metrics.csv').exists()

@@ -1,0 +1,196 @@
+"""Hostile clients in every robust process: NaN or Inf features, an empty dataset, an overflowing update.
+
+For each process, two rounds on a cohort of three honest clients, one with a NaN feature, one with an Inf
+feature, one with no data and one with finite but huge features (|x| ~ 1e25: the loss of the broadcast
+model is finite, ~1e25, but after one SGD step the weights are ~1e24 and the next batch's logits overflow,
+so its update is not finite). After each round: every global weight (and every client state of the stateful
+processes) is finite, the global model moved (the honest clients still trained, so the test cannot pass by
+freezing the model), the training loss is finite (the hostile clients' metrics are left out) and the
+metrics count the hostile clients exactly.
+
+What is counted, per process:
+  - NaN or Inf features make the loss and the local training non-finite, huge features the local training.
+    Processes with TFF's model-delta client work (RFA, one-step RFA, FedAvg, the gather-based baselines,
+    norm clipping) and the stateful ones (Fed+, local-only, personalized RFA) leave these three clients out
+    (zero update, weight 0; a stateful client keeps its previous state) and count them in
+    `client_work/num_nonfinite_updates` = 3; their robust aggregator then never sees a non-finite value,
+    so its own `num_nonfinite_clients` is 0 (it is the second line of defence). Delta-FL evaluates the
+    loss first: the NaN and Inf clients have a non-finite loss, are counted in
+    `client_work/filter/num_nonfinite_losses` = 2 and are not kept, so they send no update; the huge-feature
+    client has the cohort's largest finite loss, is kept, and its update is counted in
+    `client_work/num_nonfinite_updates` = 1.
+  - An empty dataset is not non-finite: it trains on nothing and sends a zero update (weight 0 under
+    example weighting; Fed+'s unweighted mean gives it weight 1 and its unchanged local model, which is
+    Fed+'s rule) and is counted in no non-finite metric. The gather-based baselines are the exception by
+    their documented definition: they drop and count every row that is non-finite *or has weight <= 0*, so
+    their `aggregator/num_nonfinite_clients` is 4 (the NaN, Inf, overflowing and empty clients all arrive
+    with weight 0) and they aggregate the 3 honest rows.
+"""
+
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_robust.processes import delta_fl
+from tff_robust.processes import fedplus
+from tff_robust.processes import personalized_rfa
+from tff_robust.processes import rfa
+from tff_robust.simulation import algorithms
+from tff_robust.simulation import metrics_utils
+
+_NUM_FEATURES = 3
+_COHORT = ('honest', 'nan', 'honest', 'inf', 'empty', 'overflow', 'honest')
+_NONFINITE = tuple(i for i, kind in enumerate(_COHORT) if kind in ('nan', 'inf', 'overflow'))
+_ROUNDS = 2
+
+
+def _model_fn():
+  inputs = tf.keras.Input(shape=(_NUM_FEATURES,))
+  outputs = tf.keras.layers.Dense(2, kernel_initializer='glorot_uniform')(inputs)
+  return tff.learning.models.from_keras_model(
+      tf.keras.Model(inputs, outputs),
+      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      input_spec=collections.OrderedDict(
+          x=tf.TensorSpec([None, _NUM_FEATURES], tf.float32), y=tf.TensorSpec([None], tf.int32)
+      ),
+  )
+
+
+def _client_dataset(kind, seed, num_examples=12):
+  rng = np.random.default_rng(seed)
+  x = rng.normal(size=(num_examples, _NUM_FEATURES)).astype(np.float32)
+  y = (x[:, 0] > 0).astype(np.int32)
+  if kind == 'nan':
+    x[5, 1] = np.nan
+  elif kind == 'inf':
+    x[2, 0] = np.inf
+  elif kind == 'empty':
+    x, y = x[:0], y[:0]
+  elif kind == 'overflow':  # pairs of equal x with both labels: the first step's gradient is ~1e25, never 0
+    x[1::2] = x[0::2]
+    x *= np.float32(1e25)
+    y = np.arange(num_examples, dtype=np.int32) % 2
+  return tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x, y=y)).batch(4)
+
+
+def _cohort_data(round_num):
+  return [_client_dataset(kind, seed=100 * round_num + i) for i, kind in enumerate(_COHORT)]
+
+
+def _sgd(learning_rate=0.1):
+  return tff.learning.optimizers.build_sgdm(learning_rate=learning_rate)
+
+
+def _flat(weights):
+  return np.concatenate([np.ravel(w) for w in weights])
+
+
+# name -> (builder, expected metrics after every round). Counts as in the module docstring.
+_TFF_CLIENT_WORK = {'client_work/num_nonfinite_updates': 3}
+_ROBUST_AGGREGATOR_SEES_NONE = {'client_work/num_nonfinite_updates': 3, 'aggregator/num_nonfinite_clients': 0}
+_DELTA_FL = {
+    'client_work/filter/num_nonfinite_losses': 2,
+    'client_work/filter/num_clients': len(_COHORT),
+    'client_work/num_nonfinite_updates': 1,
+}
+_GATHERING = {
+    'client_work/num_nonfinite_updates': 3,
+    'aggregator/num_nonfinite_clients': 4,  # weight-0 rows count too: the NaN, Inf, overflowing, empty clients
+    'aggregator/num_clients_used': 3,
+    'aggregator/insufficient_clients': 0,
+}
+# num_byzantine = 0 so that multi-Krum and Bulyan (which need 2f + 3 and 4f + 3 rows) run on the three
+# honest rows; this test is about hostile data, not about Byzantine updates.
+_CONFIG = algorithms.AlgorithmConfig(num_byzantine=0, trim_fraction=0.1)
+
+_LEARNING_PROCESSES = {
+    'rfa': (lambda: rfa.build_rfa_process(_model_fn, _sgd()), _ROBUST_AGGREGATOR_SEES_NONE),
+    'rfa_one_step': (lambda: rfa.build_rfa_process(_model_fn, _sgd(), one_step=True),
+                     _ROBUST_AGGREGATOR_SEES_NONE),
+    'delta_fl_exact': (
+        lambda: delta_fl.build_delta_fl_process(_model_fn, _sgd(), conformity_level=0.5), _DELTA_FL
+    ),
+    'delta_fl_secure': (
+        lambda: delta_fl.build_delta_fl_process(
+            _model_fn, _sgd(), conformity_level=0.5, quantile_method='secure', quantile_passes=5
+        ),
+        _DELTA_FL,
+    ),
+    **{
+        name: (lambda name=name: algorithms.build_learning_process(name, _model_fn, _CONFIG), expected)
+        for name, expected in [
+            ('fedavg', _TFF_CLIENT_WORK),
+            ('norm_clipping', _TFF_CLIENT_WORK),
+            ('coordinate_median', _GATHERING),
+            ('trimmed_mean', _GATHERING),
+            ('multi_krum', _GATHERING),
+            ('bulyan', _GATHERING),
+        ]
+    },
+}
+
+_STATEFUL_PROCESSES = {
+    'fedplus_avg': (
+        lambda: fedplus.build_fedplus_process(_model_fn, _sgd(), variant='avg', sigma=1.0), _TFF_CLIENT_WORK
+    ),
+    **{
+        f'fedplus_{variant}': (
+            lambda variant=variant: fedplus.build_fedplus_process(
+                _model_fn, _sgd(), variant=variant, sigma=1.0, max_iterations=5
+            ),
+            _ROBUST_AGGREGATOR_SEES_NONE,
+        )
+        for variant in ('geomed', 'comed')
+    },
+    'personalized_rfa': (
+        lambda: personalized_rfa.build_personalized_rfa_process(_model_fn, _sgd()), _ROBUST_AGGREGATOR_SEES_NONE
+    ),
+    'local_only': (
+        lambda: algorithms.build_learning_process('local_only', _model_fn, _CONFIG), _TFF_CLIENT_WORK
+    ),
+}
+
+
+def _check_round(name, metrics, expected, weights, previous_weights):
+  assert np.all(np.isfinite(weights)), f'{name}: the global model is not finite'
+  assert not np.allclose(weights, previous_weights), f'{name}: the global model did not move'
+  flat = metrics_utils.flatten_metrics(metrics)
+  assert np.isfinite(flat['client_work/train/loss']), f'{name}: hostile clients reached the training loss'
+  assert {key: flat[key] for key in expected} == expected, name
+
+
+@pytest.mark.parametrize('name', sorted(_LEARNING_PROCESSES))
+def test_learning_process_stays_finite_trains_and_counts_hostile_clients(name):
+  build, expected = _LEARNING_PROCESSES[name]
+  process = build()
+  state = process.initialize()
+  weights = _flat(process.get_model_weights(state).trainable)
+  for round_num in range(_ROUNDS):
+    output = process.next(state, _cohort_data(round_num))
+    state, previous_weights = output.state, weights
+    weights = _flat(process.get_model_weights(state).trainable)
+    _check_round(name, output.metrics, expected, weights, previous_weights)
+
+
+@pytest.mark.parametrize('name', sorted(_STATEFUL_PROCESSES))
+def test_stateful_process_stays_finite_trains_and_counts_hostile_clients(name):
+  build, expected = _STATEFUL_PROCESSES[name]
+  process = build()
+  state = process.initialize()
+  weights = _flat(process.get_model_weights(state).trainable)
+  client_states = [process.initial_client_state(state) for _ in _COHORT]
+  for round_num in range(_ROUNDS):
+    output = process.next(state, _cohort_data(round_num), client_states)
+    state, previous_weights = output.state, weights
+    weights = _flat(process.get_model_weights(state).trainable)
+    _check_round(name, output.metrics, expected, weights, previous_weights)
+    for i, (previous, new) in enumerate(zip(client_states, output.client_states)):
+      assert np.all(np.isfinite(_flat(new))), f'{name}: client {i} ({_COHORT[i]}) has a non-finite state'
+      if i in _NONFINITE:  # left out of the round: its state is kept
+        np.testing.assert_array_equal(_flat(new), _flat(previous))
+      elif _COHORT[i] == 'honest':
+        assert not np.allclose(_flat(new), _flat(previous)), f'{name}: honest client {i} did not train'
+    client_states = output.client_states

@@ -34,6 +34,7 @@ from tff_robust.simulation import algorithms
 from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
 from tff_robust.simulation import gpu_placement
+from tff_robust.simulation import schedules
 from tff_robust.simulation import tasks
 from tff_robust.simulation import training_loop
 
@@ -137,6 +138,14 @@ flags.DEFINE_float(
 flags.DEFINE_enum(
     'dde_output', 'last', dde.OUTPUTS, 'mtfeel: discrepancy estimate at the last step or the running max.'
 )
+_CLIENT_LR_DECAY = flags.DEFINE_float(
+    'client_lr_decay', 1.0,
+    'Step decay c in (0, 1] of the client learning rate: gamma_0 c^floor(t / t_0) in round t + 1 (1: constant).',
+    lower_bound=1e-30, upper_bound=1.0,
+)
+_CLIENT_LR_DECAY_ROUNDS = flags.DEFINE_integer(
+    'client_lr_decay_rounds', 1, 'Rounds t_0 between two decays of the client learning rate.', lower_bound=1
+)
 _ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
     'rounds_per_checkpoint', 0,
     'Checkpoint every this many rounds (0: never); a run on an output directory with a checkpoint resumes.',
@@ -150,6 +159,11 @@ _EXPERIMENT_NAME = flags.DEFINE_string(
 _ROUNDS_PER_EVAL = flags.DEFINE_integer('rounds_per_eval', 10, 'Rounds between evaluations.', lower_bound=1)
 _USE_SYNTHETIC_DATA = flags.DEFINE_bool(
     'use_synthetic_data', False, 'TFF baseline tasks: use TFF synthetic data (offline) instead of real data.'
+)
+_DATA_CACHE_DIR = flags.DEFINE_string(
+    'data_cache_dir', None,
+    "The papers' EMNIST and Shakespeare tasks: directory of TFF's downloaded SQLite files (default ~/.tff). "
+    'Sent140 reads TensorFlow Datasets\' TFDS_DATA_DIR environment variable.',
 )
 _CORRUPTION = flags.DEFINE_enum(
     'corruption', 'none', corruption.CORRUPTIONS,
@@ -232,11 +246,17 @@ def _algorithm_settings_are_valid(flag_values: dict) -> bool:
     )
   except ValueError as error:
     raise flags.ValidationError(f'--algorithm={flag_values["algorithm"]}: {error}') from None
+  if flag_values['client_lr_decay'] != 1.0 and flag_values['algorithm'] not in algorithms.CLIENT_SCHEDULE_ALGORITHM_NAMES:
+    raise flags.ValidationError(
+        f'--client_lr_decay applies to {", ".join(algorithms.CLIENT_SCHEDULE_ALGORITHM_NAMES)}, '
+        f'not --algorithm={flag_values["algorithm"]}'
+    )
   return True
 
 
 flags.register_multi_flags_validator(
-    ('algorithm', 'clients_per_round', 'corruption', 'num_byzantine', 'num_selected', 'trim_fraction'),
+    ('algorithm', 'clients_per_round', 'corruption', 'num_byzantine', 'num_selected', 'trim_fraction',
+     'client_lr_decay'),
     _algorithm_settings_are_valid,
 )
 
@@ -252,6 +272,7 @@ def main(argv):
       client_batch_size=_CLIENT_BATCH_SIZE.value,
       seed=_SEED.value,
       use_synthetic_data=_USE_SYNTHETIC_DATA.value,
+      cache_dir=_DATA_CACHE_DIR.value,
   )
   try:
     training_loop.check_clients_per_round(
@@ -291,6 +312,9 @@ def main(argv):
       output_dir=output_dir,
       show_progress=_PROGRESS_BAR.value,
       rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
+      client_learning_rate_schedule=None if _CLIENT_LR_DECAY.value == 1.0 else schedules.step_decay(
+          flags.FLAGS.client_learning_rate, _CLIENT_LR_DECAY.value, _CLIENT_LR_DECAY_ROUNDS.value
+      ),
       summary_extras=dict(
           algorithm=_ALGORITHM.value, task=_TASK.value, seed=_SEED.value, corruption=_CORRUPTION.value,
           corruption_fraction=_CORRUPTION_FRACTION.value,

@@ -35,8 +35,11 @@ def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
 
 def test_the_runner_says_once_that_it_runs_on_cpu_when_tensorflow_sees_no_gpu(tmp_path):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  result = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=1')
+  result = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=3',
+                            '--client_learning_rate=0.2', '--client_lr_decay=0.5', '--client_lr_decay_rounds=2')
   assert result.returncode == 0, result.stderr[-3000:]
+  _, rows = train_runs.outputs(tmp_path)
+  np.testing.assert_allclose([float(r['client_learning_rate']) for r in rows], [0.2, 0.2, 0.1])  # step decay
   expected = 0 if tf.config.list_physical_devices('GPU') else 1
   assert result.stderr.count('TensorFlow sees no GPU on this machine: client computation runs on CPU') == expected
   cpu_only = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=1',
@@ -149,6 +152,10 @@ def flag_values():
         ('--algorithm=bulyan --clients_per_round=5', 'clients_per_round'),
         ('--algorithm=multi_krum --num_byzantine=4', 'num_byzantine'),
         ('--algorithm=delta_fl --corruption=omniscient', 'delta_fl does not support update corruption'),
+        ('--client_lr_decay=0', 'client_lr_decay'),
+        ('--client_lr_decay=1.5', 'client_lr_decay'),
+        ('--client_lr_decay_rounds=0', 'client_lr_decay_rounds'),
+        ('--algorithm=fedplus_avg --client_lr_decay=0.5', 'client_lr_decay applies to'),
         ('--algorithm=fedplus_geomed --corruption=gaussian', 'fedplus_geomed does not support update corruption'),
     ],
 )
@@ -158,8 +165,9 @@ def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
     flag_values(['train', *flag.split()])
 
 
-# Flags every value of which is valid: their type is the whole check.
-_FLAGS_WITHOUT_BAD_VALUES = frozenset()
+# Flags every value of which is valid: their type is the whole check (a missing cache directory is the
+# data loader's to report: TFF downloads into it).
+_FLAGS_WITHOUT_BAD_VALUES = frozenset({'data_cache_dir'})
 
 
 def test_every_runner_flag_has_a_bad_value_test(flag_values):

@@ -21,7 +21,8 @@ What is counted, per process:
     `client_work/num_nonfinite_updates` = 1.
   - An empty dataset is not non-finite: it trains on nothing and sends a zero update (weight 0 under
     example weighting; Fed+'s unweighted mean gives it weight 1 and its unchanged local model, which is
-    Fed+'s rule) and is counted in no non-finite metric. The gather-based baselines are the exception by
+    Fed+'s rule) and is counted in no non-finite metric but in `client_work/num_empty_datasets` = 1 (every
+    process). The gather-based baselines are the exception by
     their documented definition: they drop and count every row that is non-finite *or has weight <= 0*, so
     their `aggregator/num_nonfinite_clients` is 4 (the NaN, Inf, overflowing and empty clients all arrive
     with weight 0) and they aggregate the 3 honest rows.
@@ -160,6 +161,7 @@ def _check_round(name, metrics, expected, weights, previous_weights):
   flat = metrics_utils.flatten_metrics(metrics)
   assert np.isfinite(flat['client_work/train/loss']), f'{name}: hostile clients reached the training loss'
   assert {key: flat[key] for key in expected} == expected, name
+  assert flat['client_work/num_empty_datasets'] == _COHORT.count('empty'), name
 
 
 @pytest.mark.parametrize('name', sorted(_LEARNING_PROCESSES))

@@ -124,18 +124,25 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
         numerator = tf.nest.map_structure(tf.multiply, scaled, source)
       return numerator, (weight if solver == 'fixed_point' else scaled)
 
+    def as_nest(structure):
+      """A `tff.structure.Struct` as Python containers (which tf.nest walks); a tensor as it is."""
+      if isinstance(structure, tff.structure.Struct):
+        return tff.structure.to_odict_or_tuple(structure)
+      return structure
+
     def quotient(sums, per_coordinate):
-      """numerator / denominator (0 where the denominator is 0), flattened."""
+      """numerator / denominator (0 where the denominator is 0), flattened in tf.nest's order."""
       numerator, denominator = sums
-      numerator = tf.nest.flatten(tff.structure.to_odict_or_tuple(numerator))
+      numerator = tf.nest.flatten(as_nest(numerator))
       if per_coordinate:
-        return [tf.math.divide_no_nan(n, d)
-                for n, d in zip(numerator, tf.nest.flatten(tff.structure.to_odict_or_tuple(denominator)))]
+        return [tf.math.divide_no_nan(n, d) for n, d in zip(numerator, tf.nest.flatten(as_nest(denominator)))]
       return [tf.math.divide_no_nan(n, denominator) for n in numerator]
 
     @tff.tensorflow.computation(mean_summand_type)
     def weighted_mean(sums):
-      return quotient(sums, per_coordinate=False)  # a flat list: value_type is a tensor or unnested struct
+      # The value's own structure: tf.nest sorts mapping keys, so a flat list would not follow value_type.
+      numerator, denominator = sums
+      return tf.nest.map_structure(lambda n: tf.math.divide_no_nan(n, denominator), as_nest(numerator))
 
     @tff.tensorflow.computation(value_type, step_summand_type, tff.TensorType(np.int32),
                                 tff.TensorType(np.float32))

@@ -1,4 +1,5 @@
-"""Counters that federated computations keep: clients with a flag set, and a server-side round number."""
+"""Counters that federated computations keep: clients with a flag set or an empty dataset, and a server-side
+round number."""
 
 import functools
 
@@ -25,3 +26,18 @@ def count_flagged_clients(flags_at_clients):
 def increment(counter_at_server):
   """An int32 counter at the server, plus one."""
   return tff.federated_map(_plus_one(), counter_at_server)
+
+
+def has_an_element(dataset: tf.data.Dataset) -> tf.Tensor:
+  """Whether `dataset` yields at least one element (a scalar bool; reads at most one element)."""
+  return dataset.take(1).reduce(tf.constant(False), lambda found, element: tf.constant(True))
+
+
+def count_empty_datasets(datasets_at_clients):
+  """The number of clients whose dataset yields no element, at the server."""
+
+  @tff.tensorflow.computation(datasets_at_clients.type_signature.member)
+  def is_empty(dataset):
+    return tf.cast(tf.logical_not(has_an_element(dataset)), tf.int32)
+
+  return tff.federated_sum(tff.federated_map(is_empty, datasets_at_clients))

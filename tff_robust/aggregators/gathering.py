@@ -58,7 +58,7 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
 
     @tff.tensorflow.computation(value_type, weight_type)
     def flatten(value, weight):
-      vector = tf.concat([tf.reshape(tf.cast(t, tf.float32), [-1]) for t in tf.nest.flatten(value)], 0)
+      vector = tf.concat([tf.reshape(tf.cast(t, tf.float32), [-1]) for t in _leaves(value, value_type)], 0)
       return vector, tf.cast(weight, tf.float32)
 
     @tff.tensorflow.computation
@@ -123,6 +123,21 @@ def _leaf_types(value_type) -> list:
   if isinstance(value_type, tff.TensorType):
     return [value_type]
   return [leaf for _, element in tff.structure.to_elements(value_type) for leaf in _leaf_types(element)]
+
+
+def _leaves(value, value_type) -> list:
+  """The tensors of `value` in the order of `value_type`'s elements, the order of `_leaf_types` and `_pack`.
+
+  (`tf.nest.flatten` sorts the keys of a mapping instead, which would move coordinates between the tensors
+  of a named structure whose keys are not sorted.)
+  """
+  if isinstance(value_type, tff.TensorType):
+    return [value]
+  return [
+      leaf
+      for index, (name, element) in enumerate(tff.structure.to_elements(value_type))
+      for leaf in _leaves(value[name] if isinstance(value, dict) else value[index], element)
+  ]
 
 
 def _pack(value_type, leaves):

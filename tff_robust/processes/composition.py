@@ -8,6 +8,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 from tensorflow_federated.python.learning.templates import model_delta_client_work
 
+from tff_robust.aggregators import federated_counting
+
 
 def compose_with_fedavg_parts(
     model_fn,
@@ -37,15 +39,16 @@ def compose_with_fedavg_parts(
 def count_nonfinite_updates(
     client_work: tff.learning.templates.ClientWorkProcess,
 ) -> tff.learning.templates.ClientWorkProcess:
-  """TFF's model-delta client work with one more measurement, `num_nonfinite_updates`.
+  """TFF's model-delta client work with two more measurements, `num_nonfinite_updates`, `num_empty_datasets`.
 
   TFF's model-delta client update (that of `build_weighted_fed_avg`) replaces a model delta that has a NaN
   or Inf entry by zeros with weight 0 and resets the client's metrics, so the aggregator never sees it and
   no metric counts it. Otherwise its weight is the number of examples trained on (`NUM_EXAMPLES`) or 1
   (`UNIFORM`). Hence a client whose dataset yields at least one batch and whose update weight is 0 had a
   non-finite delta: `num_nonfinite_updates` is the number of such clients. An empty dataset (a zero update,
-  weight 0 or 1) is not counted; nor would a dataset of zero-row batches be, which `tf.data` batching
-  never produces. The other measurements, state and result are `client_work`'s.
+  weight 0 or 1) is not counted there but in `num_empty_datasets`; a dataset of zero-row batches, which
+  `tf.data` batching never produces, would be in neither. The other measurements, state and result are
+  `client_work`'s.
   """
   signature = client_work.next.type_signature
   weights_type, data_type = signature.parameter[1], signature.parameter[2]
@@ -54,8 +57,8 @@ def count_nonfinite_updates(
 
   @tff.tensorflow.computation(weight_type, data_type.member)
   def dropped_by_client_work(update_weight, dataset):
-    has_a_batch = dataset.take(1).reduce(tf.constant(False), lambda found, batch: tf.constant(True))
-    return tf.cast(tf.logical_and(has_a_batch, tf.equal(update_weight, 0.0)), tf.int32)
+    return tf.cast(tf.logical_and(federated_counting.has_an_element(dataset), tf.equal(update_weight, 0.0)),
+                   tf.int32)
 
   @tff.federated_computation(client_work.initialize.type_signature.result, weights_type, data_type)
   def next_fn(state, model_weights, client_data):
@@ -63,6 +66,7 @@ def count_nonfinite_updates(
     flags = tff.federated_map(dropped_by_client_work, (output.result.update_weight, client_data))
     measurements = collections.OrderedDict((name, output.measurements[name]) for name in measurement_names)
     measurements['num_nonfinite_updates'] = tff.federated_sum(flags)
+    measurements['num_empty_datasets'] = federated_counting.count_empty_datasets(client_data)
     return tff.templates.MeasuredProcessOutput(output.state, output.result, tff.federated_zip(measurements))
 
   return tff.learning.templates.ClientWorkProcess(

@@ -50,7 +50,8 @@ def build_filtering_client_work(
   `empty_round`, `empty_rounds` (cumulative), `num_nonfinite_losses`, `secure_average_calls` (quantile
   passes this round) and `quantile` (the quantile process's own measurements); and `num_nonfinite_updates`:
   kept clients with at least one example whose update TFF's client update returned with weight 0, which it
-  does exactly when the model delta is not finite (it then zeroes the delta and resets the metrics).
+  does exactly when the model delta is not finite (it then zeroes the delta and resets the metrics); and
+  `num_empty_datasets`.
   """
   data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
   loss_type = tff.TensorType(np.float32)
@@ -218,6 +219,7 @@ def build_filtering_client_work(
     measurements = collections.OrderedDict(
         train=metrics_aggregation_fn(model_outputs), filter=tff.federated_zip(filter_measurements),
         num_nonfinite_updates=federated_counting.count_flagged_clients(nonfinite_update),
+        num_empty_datasets=federated_counting.count_empty_datasets(client_data),
     )
     return tff.templates.MeasuredProcessOutput(
         tff.federated_zip(new_state), result, tff.federated_zip(measurements)

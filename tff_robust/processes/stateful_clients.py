@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import federated_counting
 from tff_robust.aggregators import structure_math
 from tff_robust.processes import model_types
 
@@ -105,7 +106,8 @@ def build_stateful_client_process(
   Returns:
     A `StatefulClientProcess`. Server state: `global_model_weights`, `aggregator`, `finalizer`. Metrics:
     `client_work/train` (the model's metrics over the cohort's local training, clients left out for a
-    non-finite result excluded), `client_work/num_nonfinite_updates` (those clients), `aggregator` and
+    non-finite result excluded), `client_work/num_nonfinite_updates` (those clients),
+    `client_work/num_empty_datasets`, `aggregator` and
     `finalizer` (the processes' measurements).
   """
   data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
@@ -166,6 +168,7 @@ def build_stateful_client_process(
     metrics = tff.federated_zip(collections.OrderedDict(
         client_work=tff.federated_zip(collections.OrderedDict(
             train=metrics_aggregation_fn(model_metrics), num_nonfinite_updates=tff.federated_sum(outputs[4]),
+            num_empty_datasets=federated_counting.count_empty_datasets(client_data),
         )),
         aggregator=aggregated.measurements,
         finalizer=finalized.measurements,

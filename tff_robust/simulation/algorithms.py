@@ -31,6 +31,12 @@ ALGORITHM_NAMES = (
 STATEFUL_ALGORITHM_NAMES = ('fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only')
 # Algorithms in which every device takes part in every round, knowing its index (`IndexedClientsProcess`).
 INDEXED_ALGORITHM_NAMES = ('mtfeel', 'signsgd')
+# Algorithms built as `tff.learning` processes whose hparams hold the client optimizer's learning rate (so a
+# learning-rate schedule can set it round by round: `schedules.set_client_learning_rate`).
+CLIENT_SCHEDULE_ALGORITHM_NAMES = (
+    'fedavg', 'rfa', 'rfa_one_step', 'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
+    'delta_fl',
+)
 
 
 @dataclasses.dataclass(frozen=True)

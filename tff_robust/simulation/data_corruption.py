@@ -30,3 +30,15 @@ def negate_targets(key: str):
   def corrupt(dataset: tf.data.Dataset) -> tf.data.Dataset:
     return dataset.map(lambda element: {**element, key: -element[key]})
   return corrupt
+
+
+def flip_labels(key: str, num_classes: int):
+  """y -> num_classes - 1 - y on the element field `key` (classification; Sent140's y -> 1 - y)."""
+  if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+    raise ValueError(f'num_classes must be an integer >= 2, got {num_classes!r}')
+
+  def corrupt(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    return dataset.map(
+        lambda element: {**element, key: tf.cast(num_classes - 1, element[key].dtype) - element[key]}
+    )
+  return corrupt

@@ -17,6 +17,7 @@ from tff_robust.processes import stateful_clients
 from tff_robust.simulation import checkpoints
 from tff_robust.simulation import client_state_store
 from tff_robust.simulation import metrics_utils
+from tff_robust.simulation import schedules
 from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import evaluation
 
@@ -51,6 +52,7 @@ def run_training(
     summary_extras: Optional[dict] = None,
     initial_model_weights: Optional[tff.learning.models.ModelWeights] = None,
     rounds_per_checkpoint: int = 0,
+    client_learning_rate_schedule: Optional[Callable[[int], float]] = None,
 ) -> dict[str, float]:
   """Trains for `total_rounds` rounds and writes `metrics.csv`, TensorBoard logs and `summary.json`.
 
@@ -79,9 +81,13 @@ def run_training(
   Tasks with a `device_evaluator` also get the per-device distributions (`train/loss_p90`,
   `eval/error_mean`, ...; see `evaluation.distribution_summary`) at each evaluation, and `devices.csv`
   with every device's final loss and error. Delta-FL's filter measurements are released as `filter/*`, and
-  the clients left out for a non-finite update as `num_nonfinite_updates`.
+  the client work's counts (`num_nonfinite_updates`, `num_empty_datasets`) as they are.
 
   The final global model (if the process has one) is written to `model_weights.npz`.
+
+  `client_learning_rate_schedule` (round number -> learning rate, e.g. `schedules.step_decay`) sets the
+  client optimizer's learning rate before every round through the process's hparams (`tff.learning`
+  processes: FedAvg, RFA, the baselines, Delta-FL) and releases it as `client_learning_rate`.
 
   Returns:
     The summary written to `summary.json`: final `eval/*` metrics, last `train/*` metrics, `rounds`,
@@ -137,6 +143,8 @@ def run_training(
   for round_num in progress:
     cohort = client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
     client_data = [client_data_fn(cid) for cid in cohort]
+    if client_learning_rate_schedule is not None:
+      state = schedules.set_client_learning_rate(process, state, client_learning_rate_schedule(round_num))
     start = time.perf_counter()
     if stateful:
       output = process.next(state, client_data, store.get(cohort))
@@ -151,11 +159,13 @@ def run_training(
     released = collections.OrderedDict(
         (key.removeprefix('client_work/'), value)
         for key, value in round_metrics.items()
-        if key.startswith(('client_work/train/', 'client_work/filter/', 'client_work/num_nonfinite_updates'))
+        if key.startswith(('client_work/train/', 'client_work/filter/', 'client_work/num_'))
     )
     released.update(
         (key, value) for key, value in round_metrics.items() if key.startswith(('aggregator/', 'server/'))
     )
+    if client_learning_rate_schedule is not None:
+      released['client_learning_rate'] = client_learning_rate_schedule(round_num)
     if round_num % rounds_per_eval == 0 or round_num == total_rounds:
       evaluated, device_metrics = _evaluate(process, task, state, store, personal_evaluator, client_ids)
       released.update(evaluated)

@@ -4,12 +4,8 @@ TFDS's own builder prepares the dataset in a temporary data_dir from two small C
 format (its download is pointed at them), so no network is used; the tasks then load it with `tfds.load`.
 """
 
-import csv
-from unittest import mock
-
 import numpy as np
 import pytest
-import tensorflow_datasets as tfds
 import tensorflow_federated as tff
 
 from tff_robust.simulation import tasks
@@ -18,54 +14,14 @@ from tff_robust.simulation.tasks import evaluation
 from tff_robust.simulation.tasks import sent140
 from tff_robust.simulation.tasks import sent140_data
 from tff_robust.simulation.tasks import sent140_models
-
-_WORDS = {'good': 4, 'great': 4, 'bad': 0, 'awful': 0}
-# user -> tweets in the training CSV; 'erin' also has 2 neutral tweets and 'heidi' 1 positive tweet in the
-# test CSV, so both reach 50 tweets only when the two files are grouped together.
-_TRAIN_COUNTS = {'alice': 50, 'bob': 63, 'carol': 120, 'dave': 49, 'erin': 48, 'frank': 55, 'grace': 5,
-                 'heidi': 51}
-_KEPT = ['alice', 'bob', 'carol', 'erin', 'frank', 'heidi']
-_SPECIAL_TEXTS = ['---', "I'm SO good, really!! caf\xe9", ' '.join(['good'] * 40)]
-
-
-def _rows():
-  """(training CSV rows, test CSV rows) as Sentiment140 has them: polarity, id, date, query, user, text."""
-  train, index = [], 0
-  for user, count in _TRAIN_COUNTS.items():
-    for i in range(count):
-      word = list(_WORDS)[(i * 7 + len(user)) % 4]
-      text = _SPECIAL_TEXTS[i] if user == 'alice' and i < 3 else f'{word} tweet {i} from {user} !'
-      train.append([str(_WORDS[word]), str(index), 'Mon Apr 06 22:19:45 PDT 2009', 'NO_QUERY', user, text])
-      index += 1
-  test = [['2', '1', 'd', 'q', 'erin', 'meh'], ['2', '2', 'd', 'q', 'erin', 'so so'],
-          ['4', '3', 'd', 'q', 'heidi', 'great day'], ['0', '4', 'd', 'q', 'grace', 'bad day']]
-  return train, test
-
-
-def _expected_devices():
-  """{user: sorted [(text, label)]} of the kept users' binary-labelled tweets."""
-  train, test = _rows()
-  devices = {user: [] for user in _KEPT}
-  for polarity, _, _, _, user, text in train + test:
-    if user in devices and polarity != '2':
-      devices[user].append((text, int(polarity == '4')))
-  return {user: sorted(pairs) for user, pairs in devices.items()}
-
+from tests.simulation import sent140_files
 
 @pytest.fixture(scope='module')
 def data_dir(tmp_path_factory):
   """A TFDS data_dir holding 'sentiment140' prepared by TFDS's builder from the small CSV files."""
-  source = tmp_path_factory.mktemp('sentiment140_csv')
-  train, test = _rows()
-  for name, rows in (('training.1600000.processed.noemoticon.csv', train),
-                     ('testdata.manual.2009.06.14.csv', test)):
-    with open(source / name, 'w', encoding='ISO-8859-1', newline='') as f:
-      csv.writer(f, quoting=csv.QUOTE_ALL).writerows(rows)
-  directory = str(tmp_path_factory.mktemp('tfds'))
-  tfds.disable_progress_bar()
-  with mock.patch.object(tfds.download.DownloadManager, 'download_and_extract', return_value=str(source)):
-    tfds.builder('sentiment140', data_dir=directory).download_and_prepare()
-  return directory
+  return sent140_files.prepare_data_dir(
+      tmp_path_factory.mktemp('sentiment140_csv'), tmp_path_factory.mktemp('tfds')
+  )
 
 
 @pytest.fixture(autouse=True)
@@ -83,8 +39,8 @@ def _labels(client_data, client_id):
 
 def test_devices_are_the_users_with_at_least_50_tweets(data_dir):
   devices = sent140_data.load_devices(data_dir)
-  assert sorted(devices) == _KEPT
-  for user, pairs in _expected_devices().items():
+  assert sorted(devices) == sent140_files.KEPT
+  for user, pairs in sent140_files.expected_devices().items():
     texts, labels = devices[user]
     assert labels.dtype == np.int32
     assert list(zip(texts, labels.tolist())) == pairs
@@ -101,17 +57,17 @@ def test_missing_data_says_how_to_provide_it(tmp_path):
 def test_splits_within_and_by_device(data_dir):
   devices = sent140_data.load_devices(data_dir)
   train, test = sent140_data.split_within_devices(devices, seed=1)
-  assert sorted(train) == sorted(test) == _KEPT
+  assert sorted(train) == sorted(test) == sent140_files.KEPT
   for user, (texts, labels) in devices.items():
     assert len(train[user][1]) == int(0.8 * len(labels))
     assert sorted(train[user][0] + test[user][0]) == sorted(texts)
     assert sorted(zip(train[user][0] + test[user][0], np.concatenate([train[user][1], test[user][1]]))) == (
         sorted(zip(texts, labels)))
   again, _ = sent140_data.split_within_devices(devices, seed=1)
-  assert all(again[u][0] == train[u][0] for u in _KEPT)
+  assert all(again[u][0] == train[u][0] for u in sent140_files.KEPT)
   train_devices, test_devices = sent140_data.split_by_device(devices, seed=0)
   assert len(train_devices) == 3 and len(test_devices) == 3
-  assert sorted(list(train_devices) + list(test_devices)) == _KEPT
+  assert sorted(list(train_devices) + list(test_devices)) == sent140_files.KEPT
 
 
 def test_tokens_and_ids():
@@ -170,7 +126,7 @@ def test_within_device_linear_task_through_the_registry_trains_one_round(data_di
   task = tasks.create_task('sent140_linear', client_epochs=1, client_batch_size=10, seed=0)
   assert task.name == 'sent140_linear' and 'sent140_linear' in tasks.TASK_NAMES
   assert task.device_evaluator is None
-  assert task.train_data.client_ids == task.personal_test_data.client_ids == _KEPT
+  assert task.train_data.client_ids == task.personal_test_data.client_ids == sent140_files.KEPT
   (batch, *_) = task.client_dataset('alice').as_numpy_iterator()
   assert batch['x'].shape == (10, 140) and batch['x'].dtype == batch['y'].dtype == np.int32
   flipped = task.client_dataset('bob', corrupted=True)
@@ -178,16 +134,16 @@ def test_within_device_linear_task_through_the_registry_trains_one_round(data_di
       np.sort(np.concatenate([b['y'] for b in flipped.as_numpy_iterator()])),
       np.sort(1 - _labels(task.train_data, 'bob')),
   )
-  sizes = [len(_labels(task.personal_test_data, u)) for u in _KEPT]
-  assert sizes == [len(p) - int(0.8 * len(p)) for p in _expected_devices().values()]
+  sizes = [len(_labels(task.personal_test_data, u)) for u in sent140_files.KEPT]
+  assert sizes == [len(p) - int(0.8 * len(p)) for p in sent140_files.expected_devices().values()]
   initial = task.evaluate(tff.learning.models.ModelWeights.from_model(task.model_fn()))
   assert set(initial) >= {'loss', 'accuracy'} and 0.0 <= initial['accuracy'] <= 1.0
   process = tff.learning.algorithms.build_weighted_fed_avg(
       task.model_fn, client_optimizer_fn=tff.learning.optimizers.build_sgdm(0.5)
   )
-  output = process.next(process.initialize(), [task.client_dataset(u) for u in _KEPT])
+  output = process.next(process.initialize(), [task.client_dataset(u) for u in sent140_files.KEPT])
   assert output.metrics['client_work']['train']['num_examples'] == sum(int(0.8 * len(p)) for p in
-                                                                       _expected_devices().values())
+                                                                       sent140_files.expected_devices().values())
   trained = task.evaluate(process.get_model_weights(output.state))
   assert np.isfinite(trained['loss'])
 
@@ -197,7 +153,7 @@ def test_by_device_lstm_task_trains_one_round_and_evaluates_each_device(data_dir
                              data_dir=data_dir, download=False)
   assert task.personal_test_data is None
   train_ids = task.train_data.client_ids
-  assert len(train_ids) == 3 and all(len(_labels(task.train_data, u)) == len(_expected_devices()[u])
+  assert len(train_ids) == 3 and all(len(_labels(task.train_data, u)) == len(sent140_files.expected_devices()[u])
                                      for u in train_ids)
   (batch, *_) = task.client_dataset(train_ids[0]).as_numpy_iterator()
   assert batch['x'].shape == (10, 25)
@@ -209,9 +165,9 @@ def test_by_device_lstm_task_trains_one_round_and_evaluates_each_device(data_dir
   assert np.isfinite(task.evaluate(weights)['loss'])
   results = task.device_evaluator(weights)
   assert results['train'].device_ids == train_ids and results['train'].weighted
-  assert sorted(results['eval'].device_ids + train_ids) == _KEPT and not results['eval'].weighted
+  assert sorted(results['eval'].device_ids + train_ids) == sent140_files.KEPT and not results['eval'].weighted
   np.testing.assert_array_equal(results['eval'].num_examples,
-                                [len(_expected_devices()[u]) for u in results['eval'].device_ids])
+                                [len(sent140_files.expected_devices()[u]) for u in results['eval'].device_ids])
 
 
 def test_glove_vectors_are_a_frozen_embedding(data_dir, tmp_path, monkeypatch):

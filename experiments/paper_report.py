@@ -1,0 +1,64 @@
+r"""Collects runs into the papers' table layouts (mean ± std over seeds) beside the published numbers.
+
+  python -m experiments.paper_report --inputs=/tmp/tff_robust_runs/fig2 --output_dir=/tmp/paper_report
+  python -m experiments.paper_report --output_dir=results/paper_report_digits \
+      --inputs=digits=results/robustness_sweep_digits/results.csv,digits=results/superquantile_tables_digits/results.csv
+
+--inputs: directories (every summary.json below them, e.g. the --root_output_dir of runs made with the flagfiles
+under experiments/configs/), summary.json files, or results.csv files of experiments.robustness_sweep and
+experiments.superquantile_tables; a results.csv names no task, so give it as TASK=PATH (default --csv_task).
+Writes to --output_dir:
+  rfa_tables.md, rfa_accuracy_vs_corruption.png   RFA Fig. 2/3/5/6 layout: accuracy (%) by algorithm x rho,
+      per task and corruption, with the paper's numbers (experiments/configs/published_numbers.json);
+  dfl_tables.md, dfl_test_device_error.png        Delta-FL Tables 2-3: 90th percentile and mean test-device
+      error (%), FedAvg and theta = 0.8, 0.5, 0.1, beside the paper's five rows.
+A file is written only when some input has runs of its kind. The table logic is experiments/paper_tables.py.
+"""
+
+import os
+
+from absl import app
+from absl import flags
+
+from experiments import paper_tables
+
+_INPUTS = flags.DEFINE_list('inputs', [], 'Run directories, summary.json or [TASK=]results.csv files.')
+_CSV_TASK = flags.DEFINE_string('csv_task', 'digits', 'Task of a results.csv given without TASK=.')
+_OUTPUT_DIR = flags.DEFINE_string('output_dir', '/tmp/tff_robust_runs/paper_report', 'Output directory.')
+_PUBLISHED = flags.DEFINE_string('published_numbers', paper_tables.PUBLISHED_PATH, 'JSON of published numbers.')
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
+  if not _INPUTS.value:
+    raise app.UsageError('--inputs: give at least one run directory or results.csv')
+  try:
+    records = paper_tables.load_records(_INPUTS.value, default_task=_CSV_TASK.value)
+  except (OSError, ValueError, KeyError) as error:
+    raise app.UsageError(f'--inputs: {error}') from error
+  if not records:
+    raise app.UsageError(f'--inputs: no runs found in {_INPUTS.value}')
+  published = paper_tables.load_published(_PUBLISHED.value)
+  os.makedirs(_OUTPUT_DIR.value, exist_ok=True)
+  written = []
+  kinds = {r.kind for r in records}
+  if 'rfa' in kinds:
+    with open(os.path.join(_OUTPUT_DIR.value, 'rfa_tables.md'), 'w') as f:
+      f.write(paper_tables.rfa_tables(records, published))
+    paper_tables.plot_rfa(records, published, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_corruption.png'))
+    written += ['rfa_tables.md', 'rfa_accuracy_vs_corruption.png']
+  if 'dfl' in kinds:
+    with open(os.path.join(_OUTPUT_DIR.value, 'dfl_tables.md'), 'w') as f:
+      f.write(paper_tables.dfl_tables(records, published))
+    paper_tables.plot_dfl(records, os.path.join(_OUTPUT_DIR.value, 'dfl_test_device_error.png'))
+    written += ['dfl_tables.md', 'dfl_test_device_error.png']
+  for name in written:
+    if name.endswith('.md'):
+      with open(os.path.join(_OUTPUT_DIR.value, name)) as f:
+        print(f.read())
+  print(f'{len(records)} runs; wrote {_OUTPUT_DIR.value}/: {", ".join(written)}')
+
+
+if __name__ == '__main__':
+  app.run(main)

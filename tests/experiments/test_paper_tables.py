@@ -1,0 +1,116 @@
+"""experiments/paper_tables.py on small fake run outputs: mean ± std over seeds and the papers' layouts."""
+
+import csv
+import json
+
+import pytest
+
+from experiments import paper_tables
+
+
+def _write_summary(directory, **summary):
+  directory.mkdir(parents=True)
+  (directory / 'summary.json').write_text(json.dumps(summary))
+
+
+def _row(table: str, first_cells: tuple) -> list[str]:
+  """The cells of the markdown row of `table` starting with `first_cells`."""
+  for line in table.splitlines():
+    cells = [c.strip() for c in line.strip().strip('|').split('|')]
+    if tuple(cells[:len(first_cells)]) == first_cells:
+      return cells
+  raise AssertionError(f'no row {first_cells} in\n{table}')
+
+
+def test_mean_std_is_the_population_std_over_seeds():
+  assert paper_tables.mean_std([0.5, 0.7]) == pytest.approx((0.6, 0.1))
+  assert paper_tables.format_mean_std([0.5, 0.7]) == '60.00 ± 10.00'
+  assert paper_tables.format_mean_std([0.25]) == '25.00 ± 0.00'
+  assert paper_tables.format_mean_std([]) == '—'
+
+
+def test_rfa_table_from_summaries_has_algorithm_rows_rho_columns_and_the_papers_numbers(tmp_path):
+  runs = tmp_path / 'runs'
+  for seed, (clean, corrupted) in enumerate([(0.60, 0.50), (0.64, 0.54)]):
+    common = dict(task='emnist_linear_rfa', seed=seed, rounds=2, secure_average_calls=6)
+    _write_summary(runs / f'rfa_clean_{seed}', algorithm='rfa', corruption='none', corruption_fraction=0.0,
+                   **{'eval/accuracy': clean}, **common)
+    _write_summary(runs / f'rfa_data_{seed}', algorithm='rfa', corruption='data', corruption_fraction=0.25,
+                   **{'eval/accuracy': corrupted}, **common)
+  _write_summary(runs / 'fedavg_data_0', algorithm='fedavg', task='emnist_linear_rfa', seed=0, corruption='data',
+                 corruption_fraction=0.25, rounds=2, secure_average_calls=2, **{'eval/accuracy': 0.4})
+  records = paper_tables.load_records([str(runs)])
+  assert len(records) == 5 and {r.kind for r in records} == {'rfa'}
+  table = paper_tables.rfa_tables(records, paper_tables.load_published())
+  assert '## emnist_linear_rfa: data corruption' in table
+  assert _row(table, ('algorithm',)) == ['algorithm', 'source', 'ρ=0', 'ρ=0.25']
+  assert _row(table, ('fedavg', 'ours (emnist_linear_rfa)')) == ['fedavg', 'ours (emnist_linear_rfa)', '—', '40.00 ± 0.00']
+  assert _row(table, ('rfa', 'ours (emnist_linear_rfa)'))[2:] == ['62.00 ± 2.00', '52.00 ± 2.00']
+  assert _row(table, ('rfa', 'paper (emnist_linear)'))[2:] == ['62.9', '52.8']  # RFA Fig. 2 text
+  assert _row(table, ('fedavg', 'paper (emnist_linear)'))[2:] == ['64.3', '41.2']
+  assert 'rfa_one_step' not in table  # the paper's rows only for algorithms that were run
+  assert table.index('ours (emnist_linear_rfa)') < table.index('paper (emnist_linear)')
+  assert '2 seeds (0, 1)' in table
+
+
+def test_personalized_rfa_with_one_pass_is_reported_as_personalised_fedavg_with_personal_accuracy(tmp_path):
+  common = dict(algorithm='personalized_rfa', task='emnist_linear_rfa', seed=0, corruption='none',
+                corruption_fraction=0.0, rounds=4, **{'eval/accuracy': 0.1})
+  _write_summary(tmp_path / 'a', secure_average_calls=4, **{'personal/error_mean': 0.3}, **common)
+  _write_summary(tmp_path / 'b', secure_average_calls=12, **{'personal/error_mean': 0.2}, **common)
+  records = sorted(paper_tables.load_records([str(tmp_path)]), key=lambda r: r.algorithm)
+  assert [(r.algorithm, r.accuracy) for r in records] == [
+      ('personalized_fedavg', pytest.approx(0.7)), ('personalized_rfa', pytest.approx(0.8))]
+
+
+def test_dfl_tables_from_a_superquantile_results_csv_put_our_rows_above_the_papers(tmp_path):
+  path = tmp_path / 'results.csv'
+  with open(path, 'w', newline='') as f:
+    writer = csv.writer(f)
+    writer.writerow(['method', 'conformity_level', 'seed', 'error_p90', 'error_mean', 'accuracy'])
+    writer.writerow(['FedAvg', '1.0', '0', '0.10', '0.05', '0.9'])
+    writer.writerow(['FedAvg', '1.0', '1', '0.20', '0.07', '0.9'])
+    writer.writerow(['Delta-FL theta=0.5', '0.5', '0', '0.08', '0.04', '0.9'])
+    writer.writerow(['Delta-FL theta=0.5', '0.5', '1', '0.12', '0.06', '0.9'])
+  records = paper_tables.load_records([f'digits={path}'])
+  assert {(r.kind, r.task) for r in records} == {('dfl', 'digits')}
+  table = paper_tables.dfl_tables(records, paper_tables.load_published())
+  table2, table3 = table.split('## Table 3')
+  assert _row(table2, ('dataset',)) == ['dataset', 'model', 'source', 'FedAvg', 'Δ-FL θ=0.8', 'Δ-FL θ=0.5',
+                                        'Δ-FL θ=0.1']
+  ours = _row(table2, ('digits',))
+  assert ours[2] == 'ours (digits, 2 seeds (0, 1))'
+  assert ours[3:] == ['15.00 ± 5.00', '—', '10.00 ± 2.00', '—']
+  assert _row(table3, ('digits',))[3:] == ['6.00 ± 1.00', '—', '5.00 ± 1.00', '—']
+  assert _row(table2, ('EMNIST', 'ConvNet'))[2:] == ['paper (Table 2)', '28.46 ± 1.07', '26.23 ± 1.15',
+                                                    '23.69 ± 0.94', '25.46 ± 2.77']
+  assert _row(table3, ('Shakespeare', 'RNN'))[3] == '42.90 ± 0.04'
+  assert table2.index('ours (digits') < table2.index('paper (Table 2)')
+
+
+def test_a_robustness_sweep_csv_shares_its_rho_0_runs_between_corruptions_and_figures_are_written(tmp_path):
+  path = tmp_path / 'results.csv'
+  with open(path, 'w', newline='') as f:
+    writer = csv.writer(f)
+    writer.writerow(['algorithm', 'corruption', 'fraction', 'seed', 'accuracy', 'loss', 'calls_per_round',
+                     'corruption_weight_share'])
+    writer.writerow(['rfa', 'none', '0.0', '0', '0.9', '0.1', '3.0', '0.0'])
+    writer.writerow(['rfa', 'data', '0.25', '0', '0.8', '0.1', '3.0', '0.25'])
+    writer.writerow(['rfa', 'omniscient', '0.25', '0', '0.7', '0.1', '3.0', '0.25'])
+  records = paper_tables.load_records([str(path)], default_task='digits')
+  published = paper_tables.load_published()
+  table = paper_tables.rfa_tables(records, published)
+  data, omniscient = table.split('## digits: omniscient corruption')
+  assert _row(data, ('rfa', 'ours (digits)'))[2:] == ['90.00 ± 0.00', '80.00 ± 0.00']
+  assert _row(omniscient, ('rfa', 'ours (digits)'))[2:] == ['90.00 ± 0.00', '70.00 ± 0.00']
+  assert _row(omniscient, ('rfa', 'paper (emnist_linear)'))[2:] == ['62.9', '>40']
+  assert 'for orientation only' in data  # digits stands in for EMNIST linear
+  paper_tables.plot_rfa(records, published, str(tmp_path / 'rfa.png'))
+  assert (tmp_path / 'rfa.png').stat().st_size > 0
+
+
+def test_an_unknown_csv_is_refused(tmp_path):
+  path = tmp_path / 'results.csv'
+  path.write_text('a,b\n1,2\n')
+  with pytest.raises(ValueError, match='not a results.csv'):
+    paper_tables.load_records([str(path)])

@@ -16,12 +16,11 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
-import numpy as np  # pylint: disable=g-import-not-at-top
-import tensorflow as tf  # pylint: disable=g-import-not-at-top
+import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import  (before absl.app.run: Keras)
 import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 
+from benchmarks import aggregation_costs  # pylint: disable=g-import-not-at-top
 from benchmarks import timing  # pylint: disable=g-import-not-at-top
-from tff_robust.aggregators import geometric_median  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
@@ -48,46 +47,12 @@ def round_time_ratio() -> dict:
 
 
 def aggregation_ratio() -> dict:
-  """Times the aggregators on client values generated inside the computation.
-
-  Feeding 100 x 1M floats from Python would time gRPC transfer, not aggregation, so each client draws its
-  update from a seed (`tf.random.stateless_normal`); a generation-only computation is timed too and
-  subtracted, leaving the aggregation's own cost.
-  """
-  dimension = _AGGREGATION_DIMENSION.value
-  value_type = tff.TensorType(np.float32, [dimension])
-  weight_type = tff.TensorType(np.float32)
-
-  @tff.tensorflow.computation(np.int32)
-  def client_update(seed):
-    update = tf.random.stateless_normal([dimension], seed=tf.stack([seed, 0]))
-    return update, tf.cast(seed % 10 + 1, tf.float32)
-
-  @tff.tensorflow.computation(value_type)
-  def first_entry(update):
-    return update[0]
-
-  @tff.federated_computation(tff.FederatedType(np.int32, tff.CLIENTS))
-  def generation_only(seeds):
-    return tff.federated_sum(tff.federated_map(first_entry, tff.federated_map(client_update, seeds)[0]))
-
-  def generate_and_aggregate(factory):
-    process = factory.create(value_type, weight_type)
-    state = process.initialize()
-
-    @tff.federated_computation(tff.FederatedType(np.int32, tff.CLIENTS))
-    def run(seeds):
-      updates = tff.federated_map(client_update, seeds)
-      return process.next(tff.federated_value(state, tff.SERVER), updates[0], updates[1]).result
-
-    return run
-
+  """Times the mean and the geometric median on client values generated inside the computation
+  (`aggregation_costs`), net of the generation time."""
+  computations = aggregation_costs.aggregation_computations(
+      _AGGREGATION_DIMENSION.value, ('mean', 'geometric_median')
+  )
   seeds = list(range(_AGGREGATION_CLIENTS.value))
-  computations = {
-      'generation_only': generation_only,
-      'mean': generate_and_aggregate(tff.aggregators.MeanFactory()),
-      'geometric_median': generate_and_aggregate(geometric_median.GeometricMedianFactory()),
-  }
   medians = timing.interleaved_medians(
       {name: (lambda c=c: c(seeds)) for name, c in computations.items()}, _AGGREGATION_REPEATS.value
   )

@@ -57,11 +57,10 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top  (before absl.app
 import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 import tqdm  # pylint: disable=g-import-not-at-top
 
+from benchmarks import aggregation_costs  # pylint: disable=g-import-not-at-top
 from benchmarks import process_stats  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_report  # pylint: disable=g-import-not-at-top
 from benchmarks import timing  # pylint: disable=g-import-not-at-top
-from tff_robust.aggregators import baselines  # pylint: disable=g-import-not-at-top
-from tff_robust.aggregators import geometric_median  # pylint: disable=g-import-not-at-top
 from tff_robust.processes import indexed_clients  # pylint: disable=g-import-not-at-top
 from tff_robust.processes import stateful_clients  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
@@ -70,7 +69,7 @@ from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import synthetic_regression  # pylint: disable=g-import-not-at-top
 
 SECTIONS = ('algorithms', 'cohorts', 'model_size')
-AGGREGATORS = ('mean', 'geometric_median', 'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan')
+AGGREGATORS = aggregation_costs.AGGREGATORS
 _MIB = 2**20
 _CPU_RESOLUTION = 0.05  # seconds: 5 clock ticks of /proc/<pid>/stat; smaller CPU baselines give no ratio
 _DEFAULT_OUTPUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results.md')
@@ -475,61 +474,6 @@ def _cohort_profile(processes, datasets, initial_weights, m, worker_pid) -> str:
 # Section 3 ---------------------------------------------------------------------------------------------------
 
 
-def _aggregator_factory(name: str):
-  if name == 'mean':
-    return tff.aggregators.MeanFactory()
-  if name == 'geometric_median':
-    return geometric_median.GeometricMedianFactory(num_passes=3)
-  if name == 'coordinate_median':
-    return baselines.coordinate_median_factory()
-  if name == 'trimmed_mean':
-    return baselines.trimmed_mean_factory(0.1)
-  if name == 'multi_krum':
-    return baselines.multi_krum_factory(1)
-  if name == 'bulyan':
-    return baselines.bulyan_factory(1)
-  raise ValueError(f'aggregator must be one of {AGGREGATORS}, got {name!r}')
-
-
-def _aggregation_computations(dimension: int, names) -> dict:
-  """{'generation_only' or aggregator name: federated computation of the clients' int32 seeds -> float32}."""
-  value_type = tff.TensorType(np.float32, [dimension])
-  weight_type = tff.TensorType(np.float32)
-
-  @tff.tensorflow.computation(np.int32)
-  def client_update(seed):
-    update = tf.random.stateless_uniform([dimension], seed=tf.stack([seed, 0]), minval=-1.0)
-    return update, tf.cast(seed % 10 + 1, tf.float32)
-
-  @tff.tensorflow.computation(value_type)
-  def first_entry(update):
-    return update[0]
-
-  @tff.tensorflow.computation(value_type)
-  def checksum(aggregate):
-    return tf.reduce_sum(aggregate)
-
-  @tff.federated_computation(tff.FederatedType(np.int32, tff.CLIENTS))
-  def generation_only(seeds):
-    return tff.federated_sum(tff.federated_map(first_entry, tff.federated_map(client_update, seeds)[0]))
-
-  def generate_and_aggregate(factory):
-    process = factory.create(value_type, weight_type)
-    state = process.initialize()
-
-    @tff.federated_computation(tff.FederatedType(np.int32, tff.CLIENTS))
-    def run(seeds):
-      updates = tff.federated_map(client_update, seeds)
-      output = process.next(tff.federated_value(state, tff.SERVER), updates[0], updates[1])
-      return tff.federated_map(checksum, output.result)
-
-    return run
-
-  computations = {'generation_only': generation_only}
-  computations.update({name: generate_and_aggregate(_aggregator_factory(name)) for name in names})
-  return computations
-
-
 def _peak_in_fresh_worker(call) -> int:
   """Increase of a fresh worker's VmHWM over its idle resident set while it runs `call` once (bytes).
 
@@ -568,7 +512,7 @@ def model_size_section() -> str:
   for dimension in sizes:
     repeats = _value(_AGGREGATION_REPEATS) if dimension < 10**7 else _value(_LARGEST_MODEL_REPEATS)
     repeats_used[dimension] = repeats
-    computations = _aggregation_computations(dimension, names)
+    computations = aggregation_costs.aggregation_computations(dimension, names)
     calls = {name: _Guarded(lambda c=computation: c(seeds)) for name, computation in computations.items()}
     worker = _fresh_worker()
     records = _timed(calls, repeats, worker.pid, f'aggregation, d = {dimension:.0e}')

@@ -41,28 +41,16 @@ from tff_robust.processes import personalized_rfa
 from tff_robust.processes import rfa
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import metrics_utils
+from tests.processes import small_model
 
-_NUM_FEATURES = 3
 _COHORT = ('honest', 'nan', 'honest', 'inf', 'empty', 'overflow', 'honest')
 _NONFINITE = tuple(i for i, kind in enumerate(_COHORT) if kind in ('nan', 'inf', 'overflow'))
 _ROUNDS = 2
 
 
-def _model_fn():
-  inputs = tf.keras.Input(shape=(_NUM_FEATURES,))
-  outputs = tf.keras.layers.Dense(2, kernel_initializer='glorot_uniform')(inputs)
-  return tff.learning.models.from_keras_model(
-      tf.keras.Model(inputs, outputs),
-      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-      input_spec=collections.OrderedDict(
-          x=tf.TensorSpec([None, _NUM_FEATURES], tf.float32), y=tf.TensorSpec([None], tf.int32)
-      ),
-  )
-
-
 def _client_dataset(kind, seed, num_examples=12):
   rng = np.random.default_rng(seed)
-  x = rng.normal(size=(num_examples, _NUM_FEATURES)).astype(np.float32)
+  x = rng.normal(size=(num_examples, small_model.NUM_FEATURES)).astype(np.float32)
   y = (x[:, 0] > 0).astype(np.int32)
   if kind == 'nan':
     x[5, 1] = np.nan
@@ -108,20 +96,20 @@ _GATHERING = {
 _CONFIG = algorithms.AlgorithmConfig(num_byzantine=0, trim_fraction=0.1)
 
 _LEARNING_PROCESSES = {
-    'rfa': (lambda: rfa.build_rfa_process(_model_fn, _sgd()), _ROBUST_AGGREGATOR_SEES_NONE),
-    'rfa_one_step': (lambda: rfa.build_rfa_process(_model_fn, _sgd(), one_step=True),
+    'rfa': (lambda: rfa.build_rfa_process(small_model.model_fn, _sgd()), _ROBUST_AGGREGATOR_SEES_NONE),
+    'rfa_one_step': (lambda: rfa.build_rfa_process(small_model.model_fn, _sgd(), one_step=True),
                      _ROBUST_AGGREGATOR_SEES_NONE),
     'delta_fl_exact': (
-        lambda: delta_fl.build_delta_fl_process(_model_fn, _sgd(), conformity_level=0.5), _DELTA_FL
+        lambda: delta_fl.build_delta_fl_process(small_model.model_fn, _sgd(), conformity_level=0.5), _DELTA_FL
     ),
     'delta_fl_secure': (
         lambda: delta_fl.build_delta_fl_process(
-            _model_fn, _sgd(), conformity_level=0.5, quantile_method='secure', quantile_passes=5
+            small_model.model_fn, _sgd(), conformity_level=0.5, quantile_method='secure', quantile_passes=5
         ),
         _DELTA_FL,
     ),
     **{
-        name: (lambda name=name: algorithms.build_learning_process(name, _model_fn, _CONFIG), expected)
+        name: (lambda name=name: algorithms.build_learning_process(name, small_model.model_fn, _CONFIG), expected)
         for name, expected in [
             ('fedavg', _TFF_CLIENT_WORK),
             ('norm_clipping', _TFF_CLIENT_WORK),
@@ -135,22 +123,22 @@ _LEARNING_PROCESSES = {
 
 _STATEFUL_PROCESSES = {
     'fedplus_avg': (
-        lambda: fedplus.build_fedplus_process(_model_fn, _sgd(), variant='avg', sigma=1.0), _TFF_CLIENT_WORK
+        lambda: fedplus.build_fedplus_process(small_model.model_fn, _sgd(), variant='avg', sigma=1.0), _TFF_CLIENT_WORK
     ),
     **{
         f'fedplus_{variant}': (
             lambda variant=variant: fedplus.build_fedplus_process(
-                _model_fn, _sgd(), variant=variant, sigma=1.0, max_iterations=5
+                small_model.model_fn, _sgd(), variant=variant, sigma=1.0, max_iterations=5
             ),
             _ROBUST_AGGREGATOR_SEES_NONE,
         )
         for variant in ('geomed', 'comed')
     },
     'personalized_rfa': (
-        lambda: personalized_rfa.build_personalized_rfa_process(_model_fn, _sgd()), _ROBUST_AGGREGATOR_SEES_NONE
+        lambda: personalized_rfa.build_personalized_rfa_process(small_model.model_fn, _sgd()), _ROBUST_AGGREGATOR_SEES_NONE
     ),
     'local_only': (
-        lambda: algorithms.build_learning_process('local_only', _model_fn, _CONFIG), _TFF_CLIENT_WORK
+        lambda: algorithms.build_learning_process('local_only', small_model.model_fn, _CONFIG), _TFF_CLIENT_WORK
     ),
 }
 

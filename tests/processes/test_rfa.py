@@ -9,25 +9,12 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import privacy
 from tff_robust.processes import rfa
-
-_NUM_FEATURES = 3
-
-
-def _model_fn():
-  inputs = tf.keras.Input(shape=(_NUM_FEATURES,))
-  outputs = tf.keras.layers.Dense(2, kernel_initializer='glorot_uniform')(inputs)
-  return tff.learning.models.from_keras_model(
-      tf.keras.Model(inputs, outputs),
-      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-      input_spec=collections.OrderedDict(
-          x=tf.TensorSpec([None, _NUM_FEATURES], tf.float32), y=tf.TensorSpec([None], tf.int32)
-      ),
-  )
+from tests.processes import small_model
 
 
 def _client_dataset(seed, num_examples=12):
   rng = np.random.default_rng(seed)
-  x = rng.normal(size=(num_examples, _NUM_FEATURES)).astype(np.float32)
+  x = rng.normal(size=(num_examples, small_model.NUM_FEATURES)).astype(np.float32)
   y = (x[:, 0] > 0).astype(np.int32)
   return tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x, y=y)).batch(4)
 
@@ -50,8 +37,8 @@ def _train(process, cohorts, initial_state=None):
 
 def test_one_client_per_round_equals_fedavg():
   """The geometric median of one point is the point, so RFA and FedAvg take identical steps."""
-  fedavg = tff.learning.algorithms.build_weighted_fed_avg(_model_fn, _sgd(), _sgd(1.0))
-  robust = rfa.build_rfa_process(_model_fn, _sgd(), _sgd(1.0))
+  fedavg = tff.learning.algorithms.build_weighted_fed_avg(small_model.model_fn, _sgd(), _sgd(1.0))
+  robust = rfa.build_rfa_process(small_model.model_fn, _sgd(), _sgd(1.0))
   initial = fedavg.initialize()
   cohorts = [[1], [2], [3]]
   fedavg_state, _ = _train(fedavg, cohorts, initial)
@@ -62,8 +49,8 @@ def test_one_client_per_round_equals_fedavg():
 
 
 def test_same_state_type_and_accessors_as_fedavg():
-  fedavg = tff.learning.algorithms.build_weighted_fed_avg(_model_fn, _sgd())
-  robust = rfa.build_rfa_process(_model_fn, _sgd())
+  fedavg = tff.learning.algorithms.build_weighted_fed_avg(small_model.model_fn, _sgd())
+  robust = rfa.build_rfa_process(small_model.model_fn, _sgd())
   assert isinstance(robust, tff.learning.templates.LearningProcess)
   assert robust.initialize.type_signature.result.member.global_model_weights == (
       fedavg.initialize.type_signature.result.member.global_model_weights
@@ -73,8 +60,8 @@ def test_same_state_type_and_accessors_as_fedavg():
 
 
 def test_several_clients_give_the_median_of_their_models_not_the_mean():
-  robust = rfa.build_rfa_process(_model_fn, _sgd(), num_passes=30)
-  fedavg = tff.learning.algorithms.build_weighted_fed_avg(_model_fn, _sgd())
+  robust = rfa.build_rfa_process(small_model.model_fn, _sgd(), num_passes=30)
+  fedavg = tff.learning.algorithms.build_weighted_fed_avg(small_model.model_fn, _sgd())
   initial = fedavg.initialize()
   cohort = [[4, 5, 6, 7]]
   rfa_state, metrics = _train(robust, cohort, initial)
@@ -85,7 +72,7 @@ def test_several_clients_give_the_median_of_their_models_not_the_mean():
 
 
 def test_one_step_rfa_uses_one_secure_average():
-  process = rfa.build_rfa_process(_model_fn, _sgd(), one_step=True)
+  process = rfa.build_rfa_process(small_model.model_fn, _sgd(), one_step=True)
   state, metrics = _train(process, [[1, 2, 3]])
   assert metrics['aggregator']['secure_average_calls'] == 1
   assert np.all(np.isfinite(_flat_weights(process, state)))
@@ -101,9 +88,9 @@ def test_runs_with_secure_sum_backed_mean_and_reveals_no_client_value():
   )
   uniform = tff.learning.ClientWeighting.UNIFORM
   process = rfa.build_rfa_process(
-      _model_fn, _sgd(), smoothing=1e-2, mean_factory=secure_mean, client_weighting=uniform
+      small_model.model_fn, _sgd(), smoothing=1e-2, mean_factory=secure_mean, client_weighting=uniform
   )
-  plain = rfa.build_rfa_process(_model_fn, _sgd(), smoothing=1e-2, client_weighting=uniform)
+  plain = rfa.build_rfa_process(small_model.model_fn, _sgd(), smoothing=1e-2, client_weighting=uniform)
   initial = plain.initialize()
   state, _ = _train(process, [[1, 2, 3]], initial)
   plain_state, _ = _train(plain, [[1, 2, 3]], initial)
@@ -113,8 +100,8 @@ def test_runs_with_secure_sum_backed_mean_and_reveals_no_client_value():
 
 def test_rejects_model_aggregator_and_conflicting_one_step():
   with pytest.raises(TypeError, match='model_aggregator'):
-    rfa.build_rfa_process(_model_fn, _sgd(), model_aggregator=tff.aggregators.MeanFactory())
+    rfa.build_rfa_process(small_model.model_fn, _sgd(), model_aggregator=tff.aggregators.MeanFactory())
   with pytest.raises(ValueError, match='num_passes'):
-    rfa.build_rfa_process(_model_fn, _sgd(), one_step=True, num_passes=3)
+    rfa.build_rfa_process(small_model.model_fn, _sgd(), one_step=True, num_passes=3)
   with pytest.raises(ValueError, match='smoothing'):
-    rfa.build_rfa_process(_model_fn, _sgd(), smoothing=0.0)
+    rfa.build_rfa_process(small_model.model_fn, _sgd(), smoothing=0.0)

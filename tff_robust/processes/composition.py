@@ -56,17 +56,19 @@ def count_nonfinite_updates(
   measurement_names = tff.structure.name_list(signature.result.measurements.member)
 
   @tff.tensorflow.computation(weight_type, data_type.member)
-  def dropped_by_client_work(update_weight, dataset):
-    return tf.cast(tf.logical_and(federated_counting.has_an_element(dataset), tf.equal(update_weight, 0.0)),
-                   tf.int32)
+  def dropped_and_empty(update_weight, dataset):
+    """(1 if the client work dropped this non-empty dataset's update, 1 if the dataset is empty): one read."""
+    has_data = federated_counting.has_an_element(dataset)
+    dropped = tf.logical_and(has_data, tf.equal(update_weight, 0.0))
+    return tf.cast(dropped, tf.int32), tf.cast(tf.logical_not(has_data), tf.int32)
 
   @tff.federated_computation(client_work.initialize.type_signature.result, weights_type, data_type)
   def next_fn(state, model_weights, client_data):
     output = client_work.next(state, model_weights, client_data)
-    flags = tff.federated_map(dropped_by_client_work, (output.result.update_weight, client_data))
+    dropped, empty = tff.federated_map(dropped_and_empty, (output.result.update_weight, client_data))
     measurements = collections.OrderedDict((name, output.measurements[name]) for name in measurement_names)
-    measurements['num_nonfinite_updates'] = tff.federated_sum(flags)
-    measurements['num_empty_datasets'] = federated_counting.count_empty_datasets(client_data)
+    measurements['num_nonfinite_updates'] = tff.federated_sum(dropped)
+    measurements['num_empty_datasets'] = tff.federated_sum(empty)
     return tff.templates.MeasuredProcessOutput(output.state, output.result, tff.federated_zip(measurements))
 
   return tff.learning.templates.ClientWorkProcess(

@@ -67,6 +67,11 @@ def _batched(dataset: tf.data.Dataset) -> tf.data.Dataset:
   return dataset.batch(EVAL_BATCH_SIZE)
 
 
+def _pooled_evaluator(model_fn, client_data) -> evaluation.CentralizedEvaluator:
+  """The model's metrics on every client's examples of `client_data` pooled (weighted by examples)."""
+  return evaluation.CentralizedEvaluator(model_fn, _batched(client_data.create_tf_dataset_from_all_clients(seed=0)), {})
+
+
 def within_device_task(
     name: str, model_fn, train_data, test_data, corrupt_train: Callable, *, client_epochs: int,
     client_batch_size: int, seed: int,
@@ -79,9 +84,7 @@ def within_device_task(
       name, model_fn, train_data,
       preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),
       corrupt_train=corrupt_train,
-      evaluate=evaluation.CentralizedEvaluator(
-          model_fn, _batched(test_data.create_tf_dataset_from_all_clients(seed=0)), {}
-      ),
+      evaluate=_pooled_evaluator(model_fn, test_data),
       personal_test_data=test_data,
   )
 
@@ -105,9 +108,7 @@ def by_device_task(
       name, model_fn, train_devices,
       preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),
       corrupt_train=corrupt_train,
-      evaluate=evaluation.CentralizedEvaluator(
-          model_fn, _batched(test_devices.create_tf_dataset_from_all_clients(seed=0)), {}
-      ),
+      evaluate=_pooled_evaluator(model_fn, test_devices),
       device_evaluator=evaluation.DeviceEvaluator(model_fn, {
           'train': evaluation.DeviceGroup(_sampled(train_devices, max_evaluated_devices), _batched, weighted=True),
           'eval': evaluation.DeviceGroup(_sampled(test_devices, max_evaluated_devices), _batched, weighted=False),

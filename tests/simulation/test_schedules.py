@@ -37,3 +37,10 @@ def test_the_scheduled_learning_rate_is_the_one_clients_train_with(name):
       process.next(schedules.set_client_learning_rate(process, state, 0.1), cohort).state
   ).trainable
   assert any(not np.allclose(a, b) for a, b in zip(moved, process.get_model_weights(state).trainable))
+
+
+def test_a_process_without_a_client_learning_rate_is_refused():
+  task = tasks.create_task('synthetic_regression', client_epochs=1, client_batch_size=8, seed=0)
+  process = algorithms.build_learning_process('fedplus_avg', task.model_fn, algorithms.AlgorithmConfig())
+  with pytest.raises(TypeError, match='no client learning rate'):
+    schedules.set_client_learning_rate(process, process.initialize(), 0.1)

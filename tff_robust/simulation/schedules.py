@@ -21,7 +21,14 @@ def step_decay(initial: float, decay: float, period: int) -> Callable[[int], flo
 
 
 def set_client_learning_rate(process, state, learning_rate: float):
-  """`state` with the client optimizer's learning rate set, for processes exposing TFF's hparams."""
-  hparams = process.get_hparams(state)
+  """`state` with the client optimizer's learning rate set, for processes exposing TFF's hparams.
+
+  Raises:
+    TypeError: if `process` has no `get_hparams` with a `client_work` learning rate (e.g. the stateful and
+      sign-vote processes).
+  """
+  hparams = process.get_hparams(state) if hasattr(process, 'get_hparams') else None
+  if not isinstance(hparams, dict) or 'learning_rate' not in hparams.get('client_work', {}):
+    raise TypeError(f'{type(process).__name__} exposes no client learning rate in its hparams to schedule')
   hparams['client_work']['learning_rate'] = learning_rate
   return process.set_hparams(state, hparams)

@@ -10,6 +10,8 @@ experiments.superquantile_tables; a results.csv names no task, so give it as TAS
 Writes to --output_dir:
   rfa_tables.md, rfa_accuracy_vs_corruption.png   RFA Fig. 2/3/5/6 layout: accuracy (%) by algorithm x rho,
       per task and corruption, with the paper's numbers (experiments/configs/published_numbers.json);
+  rfa_accuracy_vs_calls.png   RFA Fig. 4: accuracy against secure-average oracle calls and against rounds, per
+      task x corruption x rho (from the metrics.csv of run directories; experiments/convergence_curves.py);
   dfl_tables.md, dfl_test_device_error.png        Delta-FL Tables 2-3: 90th percentile and mean test-device
       error (%), FedAvg and theta = 0.8, 0.5, 0.1, beside the paper's five rows.
 A file is written only when some input has runs of its kind. The table logic is experiments/paper_tables.py.
@@ -20,6 +22,7 @@ import os
 from absl import app
 from absl import flags
 
+from experiments import convergence_curves
 from experiments import paper_tables
 
 _INPUTS = flags.DEFINE_list('inputs', [], 'Run directories, summary.json or [TASK=]results.csv files.')
@@ -48,6 +51,10 @@ def main(argv):
       f.write(paper_tables.rfa_tables(records, published))
     paper_tables.plot_rfa(records, published, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_corruption.png'))
     written += ['rfa_tables.md', 'rfa_accuracy_vs_corruption.png']
+  curves = convergence_curves.load_curves(_INPUTS.value)
+  if curves:
+    convergence_curves.plot_convergence(curves, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_calls.png'))
+    written.append('rfa_accuracy_vs_calls.png')
   if 'dfl' in kinds:
     with open(os.path.join(_OUTPUT_DIR.value, 'dfl_tables.md'), 'w') as f:
       f.write(paper_tables.dfl_tables(records, published))

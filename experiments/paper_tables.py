@@ -150,7 +150,8 @@ def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
   return ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)] + ['| ' + ' | '.join(r) + ' |' for r in rows]
 
 
-def _order(algorithms: Iterable[str]) -> list[str]:
+def order_algorithms(algorithms: Iterable[str]) -> list[str]:
+  """The distinct `algorithms` in the papers' order (RFA_ALGORITHM_ORDER), others after them by name."""
   rank = {a: i for i, a in enumerate(RFA_ALGORITHM_ORDER)}
   return sorted(set(algorithms), key=lambda a: (rank.get(a, len(rank)), a))
 
@@ -179,13 +180,13 @@ def rfa_tables(records: Sequence[Record], published: dict) -> str:
         values[r.algorithm, r.fraction].append(r.accuracy)
       header = ['algorithm', 'source'] + [f'ρ={f:g}' for f in fractions]
       rows = [[a, f'ours ({task})'] + [format_mean_std(values[a, f]) for f in fractions]
-              for a in _order(r.algorithm for r in selected)]
+              for a in order_algorithms(r.algorithm for r in selected)]
       paper_rows = []
       if dataset is not None:
         paper = [p for p in published_numbers if p['dataset'] == dataset and p['corruption'] in (corruption, 'none')
                  and (p['corruption'] == corruption or p['fraction'] == 0.0)]
         ours = {r.algorithm for r in selected}
-        for algorithm in _order(p['algorithm'] for p in paper if p['algorithm'] in ours):
+        for algorithm in order_algorithms(p['algorithm'] for p in paper if p['algorithm'] in ours):
           cells = []
           for f in fractions:
             hits = [p for p in paper if p['algorithm'] == algorithm and math.isclose(p['fraction'], f)]
@@ -247,7 +248,7 @@ def plot_rfa(records: Sequence[Record], published: dict, path: str) -> None:
   fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
   for ax, (task, corruption) in zip(axes[0], panels):
     selected = [r for r in records if r.task == task and (r.corruption == corruption or r.fraction == 0.0)]
-    for index, algorithm in enumerate(_order(r.algorithm for r in selected)):
+    for index, algorithm in enumerate(order_algorithms(r.algorithm for r in selected)):
       fractions = sorted({r.fraction for r in selected if r.algorithm == algorithm})
       values = [[100 * r.accuracy for r in selected if r.algorithm == algorithm and r.fraction == f] for f in fractions]
       color = f'C{index % 10}'

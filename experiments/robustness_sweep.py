@@ -46,6 +46,12 @@ _UPDATE_FRACTIONS = flags.DEFINE_list(
 )
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1'], 'Seeds (client sampling and the corrupted set).')
 _TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Task.')
+_LABEL_CONCENTRATION = flags.DEFINE_float(
+    'label_concentration', None,
+    'digits: Dirichlet concentration of each client\'s label mixture (unset: the task\'s 0.5, two or three '
+    'digits per client; 100: every client near the population mixture, like the RFA paper\'s EMNIST writers).',
+    lower_bound=1e-3,
+)
 _TOTAL_ROUNDS = flags.DEFINE_integer('total_rounds', 30, 'Rounds per run.', lower_bound=1)
 _CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 10, 'Cohort size.', lower_bound=1)
 _CLIENT_EPOCHS = flags.DEFINE_integer('client_epochs_per_round', 5, 'Local epochs (the paper: 5).', lower_bound=1)
@@ -147,11 +153,17 @@ def main(argv):
   if any(not 0 <= f < 1 for f in data_fractions + update_fractions):
     raise app.UsageError('--data_fractions and --update_fractions must lie in [0, 1)')
   seeds = _parsed(_SEEDS.value, int, 'seeds')
+  try:
+    tasks.builder_arguments(_TASK.value, label_concentration=_LABEL_CONCENTRATION.value)
+  except ValueError as error:
+    raise app.UsageError(f'--{error}') from error
   logging.set_verbosity(logging.WARNING)
   tf.keras.utils.set_random_seed(0)
   execution_context.set_local_execution_context()
-  task = tasks.create_task(_TASK.value, client_epochs=_CLIENT_EPOCHS.value, client_batch_size=_CLIENT_BATCH_SIZE.value,
-                           seed=0, use_synthetic_data=_USE_SYNTHETIC_DATA.value)
+  task = tasks.create_task(
+      _TASK.value, client_epochs=_CLIENT_EPOCHS.value, client_batch_size=_CLIENT_BATCH_SIZE.value, seed=0,
+      use_synthetic_data=_USE_SYNTHETIC_DATA.value, label_concentration=_LABEL_CONCENTRATION.value,
+  )
   output_dir = os.path.join(_ROOT_OUTPUT_DIR.value, _EXPERIMENT_NAME.value)
   os.makedirs(output_dir, exist_ok=True)
   processes = {}

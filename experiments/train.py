@@ -31,6 +31,7 @@ from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
 from tff_robust.processes import mtfeel
 from tff_robust.simulation import algorithms
+from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
 from tff_robust.simulation import gpu_placement
@@ -103,6 +104,11 @@ flags.DEFINE_integer(
     'fedplus_max_iterations', delta_median.DEFAULT_MAX_ITERATIONS,
     'fedplus_geomed/comed: secure sums per aggregation after the first mean.', lower_bound=1,
 )
+_FEDPROX_MU = flags.DEFINE_float(
+    'fedprox_mu', 0.01,
+    'fedprox: proximal strength mu >= 0 of (mu/2)||w - w_t||^2 (0: FedAvg); needs client_learning_rate * mu < 1.',
+    lower_bound=0.0,
+)
 _CHANNEL = flags.DEFINE_enum(
     'channel', 'none', channels.CHANNEL_NAMES,
     'mtfeel/signsgd uplink for the sign bits: none (error-free), rayleigh (per-bit BPSK over Rayleigh fading), '
@@ -146,6 +152,18 @@ _CLIENT_LR_DECAY = flags.DEFINE_float(
 _CLIENT_LR_DECAY_ROUNDS = flags.DEFINE_integer(
     'client_lr_decay_rounds', 1, 'Rounds t_0 between two decays of the client learning rate.', lower_bound=1
 )
+_MINIBATCH_FRACTION = flags.DEFINE_float(
+    'minibatch_fraction', None,
+    f'{", ".join(algorithms.FULL_GRADIENT_ALGORITHM_NAMES)}: each round, each client\'s gradient is on a fresh '
+    'uniform sample of this fraction, in (0, 1], of its examples (RFA\'s minibatch SGD baseline: 0.1); unset: all '
+    'of them. Needs --client_epochs_per_round=1.',
+)
+_STRAGGLER_FRACTION = flags.DEFINE_float(
+    'straggler_fraction', 0.0,
+    'Share in [0, 1] of each round\'s cohort that straggles: trains x ~ U{1..E} local epochs instead of '
+    'E = --client_epochs_per_round (FedProx\'s systems heterogeneity); 0: none.',
+    lower_bound=0.0, upper_bound=1.0,
+)
 _ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
     'rounds_per_checkpoint', 0,
     'Checkpoint every this many rounds (0: never); a run on an output directory with a checkpoint resumes.',
@@ -165,6 +183,39 @@ _DATA_CACHE_DIR = flags.DEFINE_string(
     "The papers' EMNIST and Shakespeare tasks: directory of TFF's downloaded SQLite files (default ~/.tff). "
     'Sent140 reads TensorFlow Datasets\' TFDS_DATA_DIR environment variable.',
 )
+_L2_REGULARIZATION = flags.DEFINE_float(
+    'l2_regularization', None,
+    'lambda >= 0 of the loss term (lambda/2)||w||^2 (Delta-FL\'s linear models); unset: the task\'s default (0). '
+    f'Tasks: {", ".join(tasks.tasks_accepting("l2_regularization"))}.',
+    lower_bound=0.0,
+)
+_NUM_DEVICES = flags.DEFINE_integer(
+    'num_devices', None,
+    'Number of devices N (the Fed+ tasks\' parties; the writers sampled by RFA\'s EMNIST); unset: the task\'s '
+    f'default. Tasks: {", ".join(tasks.tasks_accepting("num_devices"))}.',
+    lower_bound=1,
+)
+_SPLIT_SEED = flags.DEFINE_integer(
+    'split_seed', None,
+    'Seed of the task\'s data draw or train/test split (--seed leaves it fixed); unset: the task\'s default (0). '
+    f'Tasks: {", ".join(tasks.tasks_accepting("split_seed"))}.',
+    lower_bound=0,
+)
+_MAX_EVALUATED_DEVICES = flags.DEFINE_integer(
+    'max_evaluated_devices', None,
+    'Devices evaluated one by one per group at most (a seeded sample); unset: every device. '
+    f'Tasks: {", ".join(tasks.tasks_accepting("max_evaluated_devices"))}.',
+    lower_bound=1,
+)
+_LABEL_CONCENTRATION = flags.DEFINE_float(
+    'label_concentration', None,
+    'Dirichlet concentration > 0 of each client\'s label mixture (unset: 0.5, two or three digits per client; '
+    '100: nearly the population\'s mixture, like the RFA paper\'s EMNIST writers). '
+    f'Tasks: {", ".join(tasks.tasks_accepting("label_concentration"))}.',
+    lower_bound=1e-3,
+)
+# The task options (`tasks.TASK_OPTIONS`) the runner sets; each reaches the builders that take it.
+_TASK_OPTION_FLAGS = (_L2_REGULARIZATION, _NUM_DEVICES, _SPLIT_SEED, _MAX_EVALUATED_DEVICES, _LABEL_CONCENTRATION)
 _CORRUPTION = flags.DEFINE_enum(
     'corruption', 'none', corruption.CORRUPTIONS,
     'Corrupted clients: none; data (the task\'s data poisoning); gaussian or omniscient update poisoning.',
@@ -208,6 +259,10 @@ flags.register_validator(
 flags.register_validator('gpus', _gpu_setting_is_valid)
 flags.register_validator(
     'snr_db', lambda value: math.isfinite(value), message='--snr_db must be a finite number of dB'
+)
+flags.register_validator(
+    'minibatch_fraction', lambda value: value is None or 0.0 < value <= 1.0,
+    message='--minibatch_fraction must be in (0, 1]',
 )
 flags.register_validator(
     'root_output_dir', lambda path: bool(path), message='--root_output_dir must be a non-empty path'
@@ -254,9 +309,56 @@ def _algorithm_settings_are_valid(flag_values: dict) -> bool:
   return True
 
 
+def _client_pipeline_flags_are_valid(flag_values: dict) -> bool:
+  """Minibatches apply to one-gradient algorithms with one epoch of data, stragglers to local epochs."""
+  algorithm, epochs = flag_values['algorithm'], flag_values['client_epochs_per_round']
+  full_gradient = algorithm in algorithms.FULL_GRADIENT_ALGORITHM_NAMES
+  if flag_values['minibatch_fraction'] is not None and not full_gradient:
+    raise flags.ValidationError(
+        f'--minibatch_fraction applies to --algorithm={"|".join(algorithms.FULL_GRADIENT_ALGORITHM_NAMES)}, '
+        f'not --algorithm={algorithm}'
+    )
+  if flag_values['minibatch_fraction'] is not None and epochs != 1:
+    raise flags.ValidationError(
+        f'--minibatch_fraction samples each example at most once: it needs --client_epochs_per_round=1, got {epochs}'
+    )
+  if flag_values['straggler_fraction'] > 0 and full_gradient:
+    raise flags.ValidationError(
+        f'--straggler_fraction applies to algorithms that train local epochs, not --algorithm={algorithm}'
+    )
+  return True
+
+
+flags.register_multi_flags_validator(
+    ('algorithm', 'client_epochs_per_round', 'minibatch_fraction', 'straggler_fraction'),
+    _client_pipeline_flags_are_valid,
+)
+
+
+def _cohort_transform():
+  """The per-round change to the cohort's data the flags ask for (the validators allow at most one)."""
+  if _MINIBATCH_FRACTION.value is not None:
+    return client_pipelines.minibatch(_MINIBATCH_FRACTION.value)
+  if _STRAGGLER_FRACTION.value > 0:
+    return client_pipelines.stragglers(
+        _STRAGGLER_FRACTION.value, epochs=_CLIENT_EPOCHS.value, batch_size=_CLIENT_BATCH_SIZE.value
+    )
+  return None
+
+
+def _task_options_are_valid(flag_values: dict) -> bool:
+  """Refuses a task option (`_TASK_OPTION_FLAGS`) set for a task whose builder does not take it."""
+  try:
+    tasks.builder_arguments(flag_values['task'], **{flag.name: flag_values[flag.name] for flag in _TASK_OPTION_FLAGS})
+  except ValueError as error:
+    raise flags.ValidationError(f'--{error}') from None  # "--<option> applies to the tasks ..., not '<task>'"
+  return True
+
+
+flags.register_multi_flags_validator(('task', *(flag.name for flag in _TASK_OPTION_FLAGS)), _task_options_are_valid)
 flags.register_multi_flags_validator(
     ('algorithm', 'clients_per_round', 'corruption', 'num_byzantine', 'num_selected', 'trim_fraction',
-     'client_lr_decay'),
+     'client_lr_decay', 'client_learning_rate', 'fedprox_mu'),
     _algorithm_settings_are_valid,
 )
 
@@ -266,6 +368,7 @@ def main(argv):
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
   logging.set_verbosity(logging.WARNING)
   tf.keras.utils.set_random_seed(_SEED.value)
+  task_options = {flag.name: flag.value for flag in _TASK_OPTION_FLAGS if flag.value is not None}
   task = tasks.create_task(
       _TASK.value,
       client_epochs=_CLIENT_EPOCHS.value,
@@ -273,6 +376,7 @@ def main(argv):
       seed=_SEED.value,
       use_synthetic_data=_USE_SYNTHETIC_DATA.value,
       cache_dir=_DATA_CACHE_DIR.value,
+      **task_options,
   )
   try:
     training_loop.check_clients_per_round(
@@ -312,17 +416,21 @@ def main(argv):
       output_dir=output_dir,
       show_progress=_PROGRESS_BAR.value,
       rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
+      cohort_transform=_cohort_transform(),
       client_learning_rate_schedule=None if _CLIENT_LR_DECAY.value == 1.0 else schedules.step_decay(
           flags.FLAGS.client_learning_rate, _CLIENT_LR_DECAY.value, _CLIENT_LR_DECAY_ROUNDS.value
       ),
       summary_extras=dict(
           algorithm=_ALGORITHM.value, task=_TASK.value, seed=_SEED.value, corruption=_CORRUPTION.value,
           corruption_fraction=_CORRUPTION_FRACTION.value,
-          corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
+          corruption_weight_share=corruption.corrupted_weight_share(task, corrupted), **task_options,
           **({'conformity_level': _CONFORMITY_LEVEL.value, 'quantile_method': _QUANTILE_METHOD.value,
               'threshold_period': _THRESHOLD_PERIOD.value} if _ALGORITHM.value == 'delta_fl' else {}),
           **({'fedplus_sigma': _FEDPLUS_SIGMA.value, 'fedplus_delta': _FEDPLUS_DELTA.value,
               'local_init_mixing': _LOCAL_INIT_MIXING.value} if _ALGORITHM.value.startswith('fedplus_') else {}),
+          **({'fedprox_mu': _FEDPROX_MU.value} if _ALGORITHM.value == 'fedprox' else {}),
+          **({'minibatch_fraction': _MINIBATCH_FRACTION.value} if _MINIBATCH_FRACTION.value is not None else {}),
+          **({'straggler_fraction': _STRAGGLER_FRACTION.value} if _STRAGGLER_FRACTION.value > 0 else {}),
           **({'channel': _CHANNEL.value, 'snr_db': _SNR_DB.value, 'flip_probability': _FLIP_PROBABILITY.value}
              if _ALGORITHM.value in algorithms.INDEXED_ALGORITHM_NAMES else {}),
       ),

@@ -91,10 +91,11 @@ def test_every_flagfile_holds_valid_runner_flags_and_a_comment_header(flag_value
 
 
 def _smoke_overrides(config: str, tmp_path) -> list[str]:
-  """2 rounds, 1 local epoch, on offline data, with a cohort the small data holds (the sign-vote algorithms
-  train every device every round, so they keep theirs)."""
+  """2 rounds, 1 local epoch (2 with stragglers, so they train fewer), on offline data, with a cohort the small data
+  holds (the sign-vote algorithms train every device every round, so they keep theirs)."""
   values = dict(line.removeprefix('--').split('=', 1) for line in _flag_lines(config))
-  overrides = ['--total_rounds=2', '--rounds_per_eval=2', '--client_epochs_per_round=1', '--noprogress_bar',
+  epochs = 2 if float(values.get('straggler_fraction', 0)) > 0 else 1
+  overrides = ['--total_rounds=2', '--rounds_per_eval=2', f'--client_epochs_per_round={epochs}', '--noprogress_bar',
                f'--root_output_dir={tmp_path}', '--experiment_name=run']
   if values['task'].startswith(_SYNTHETIC_DATA_TASKS):
     overrides.append('--use_synthetic_data')
@@ -139,3 +140,6 @@ def test_flagfile_runs_two_rounds_offline(config, flag_values, tmp_path, monkeyp
   assert summary['algorithm'] == values['algorithm'] and summary['task'] == values['task']
   assert summary['seed'] == int(values['seed'])
   assert summary['corruption'] == values.get('corruption', 'none')
+  for option in ('split_seed', 'num_devices', 'l2_regularization', 'straggler_fraction'):  # reached the run
+    if float(values.get(option, 0)):
+      assert summary[option] == float(values[option]), option

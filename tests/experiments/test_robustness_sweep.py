@@ -34,3 +34,14 @@ def test_unknown_algorithm_is_a_usage_error(tmp_path):
       cwd=_REPO, capture_output=True, text=True, timeout=300,
   )
   assert result.returncode != 0 and "--algorithms: unknown ['krum']" in result.stderr
+
+
+def test_label_concentration_for_a_task_without_label_mixtures_is_a_usage_error(tmp_path):
+  result = subprocess.run(
+      [sys.executable, '-m', 'experiments.robustness_sweep', '--task=synthetic_regression',
+       '--label_concentration=100', f'--root_output_dir={tmp_path}'],
+      cwd=_REPO, capture_output=True, text=True, timeout=300,
+  )
+  assert result.returncode != 0
+  assert "--label_concentration applies to the tasks digits, not 'synthetic_regression'" in result.stderr
+  assert not (tmp_path / 'robustness_sweep').exists()  # refused before the sweep started

@@ -157,6 +157,30 @@ def flag_values():
         ('--client_lr_decay_rounds=0', 'client_lr_decay_rounds'),
         ('--algorithm=fedplus_avg --client_lr_decay=0.5', 'client_lr_decay applies to'),
         ('--algorithm=fedplus_geomed --corruption=gaussian', 'fedplus_geomed does not support update corruption'),
+        ('--fedprox_mu=-1', 'fedprox_mu'),
+        ('--algorithm=fedprox --client_learning_rate=0.5 --fedprox_mu=2', r'client_learning_rate \* fedprox_mu < 1'),
+        ('--algorithm=fedprox --corruption=omniscient', 'fedprox does not support update corruption'),
+        ('--minibatch_fraction=0', 'minibatch_fraction'),
+        ('--minibatch_fraction=1.5', 'minibatch_fraction'),
+        ('--algorithm=fedavg --minibatch_fraction=0.1', '--minibatch_fraction applies to --algorithm=fedsgd'),
+        ('--algorithm=fedsgd --minibatch_fraction=0.1 --client_epochs_per_round=2',
+         'needs --client_epochs_per_round=1'),
+        ('--straggler_fraction=1.5', 'straggler_fraction'),
+        ('--algorithm=signsgd --straggler_fraction=0.9 --client_epochs_per_round=2',
+         'straggler_fraction applies to algorithms that train local epochs'),
+        ('--l2_regularization=-1', 'l2_regularization'),
+        ('--num_devices=0', 'num_devices'),
+        ('--split_seed=-1', 'split_seed'),
+        ('--max_evaluated_devices=0', 'max_evaluated_devices'),
+        ('--label_concentration=0', 'label_concentration'),
+        ('--task=digits_cohorts --label_concentration=100', "--label_concentration applies to the tasks digits, "
+         "not 'digits_cohorts'"),
+        ('--task=emnist_cnn_dfl --l2_regularization=0.001',
+         "--l2_regularization applies to the tasks sent140_linear, sent140_linear_by_device, emnist_linear_rfa, "
+         "emnist_linear_dfl, not 'emnist_cnn_dfl'"),
+        ('--task=digits --split_seed=1', "--split_seed applies to the tasks .*, not 'digits'"),
+        ('--task=synthetic_regression --num_devices=5', "--num_devices applies to the tasks .*digits_robust"),
+        ('--task=sent140_linear_by_device --max_evaluated_devices=9', '--max_evaluated_devices applies to'),
     ],
 )
 def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
@@ -202,6 +226,31 @@ def test_a_cohort_larger_than_the_task_is_refused_before_any_tff_computation(fla
       train.main(['train'])
 
 
+def test_task_options_set_reach_the_task_builder_and_unset_ones_stay_its_defaults(flag_values, monkeypatch):
+  from experiments import train  # pylint: disable=g-import-not-at-top
+  from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+  calls = []
+
+  def record(name, **kwargs):
+    calls.append((name, kwargs))
+    raise StopIteration  # no task, no TFF computation
+
+  monkeypatch.setattr(tasks, 'create_task', record)
+  flag_values(['train', '--task=digits_robust', '--num_devices=50', '--split_seed=3'])
+  with pytest.raises(StopIteration):
+    train.main(['train'])
+  (name, kwargs), = calls
+  assert name == 'digits_robust' and kwargs['num_devices'] == 50 and kwargs['split_seed'] == 3
+  assert 'l2_regularization' not in kwargs and 'max_evaluated_devices' not in kwargs
+  calls.clear()
+  flag_values.unparse_flags()
+  flag_values(['train', '--task=digits', '--label_concentration=100'])
+  with pytest.raises(StopIteration):
+    train.main(['train'])
+  (name, kwargs), = calls
+  assert name == 'digits' and kwargs['label_concentration'] == 100.0
+
+
 def test_bad_flag_stops_the_binary_before_any_output(tmp_path):
   result = train_runs.train(tmp_path, '--total_rounds=0', timeout=120)
   assert result.returncode != 0
@@ -226,10 +275,32 @@ def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
 
 
 
+def test_fedprox_trains_two_rounds_with_its_proximal_strength(tmp_path):
+  result = train_runs.train(tmp_path, '--task=fedprox_synthetic', '--algorithm=fedprox', '--fedprox_mu=0.5',
+                            '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=5',
+                            '--client_batch_size=10', '--client_learning_rate=0.01')
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['algorithm'] == 'fedprox' and summary['fedprox_mu'] == 0.5 and len(rows) == 2
+  assert 0.0 <= summary['eval/accuracy'] <= 1.0 and np.isfinite(summary['eval/loss'])
+
+
+def test_stragglers_train_fewer_epochs(tmp_path):
+  common = ('--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=2', '--client_epochs_per_round=5')
+  for name, stragglers in (('all', '--straggler_fraction=1'), ('none', '--straggler_fraction=0')):
+    result = train_runs.train(tmp_path, *common, stragglers, name=name)
+    assert result.returncode == 0, result.stderr[-3000:]
+  (summary, slow), (_, full) = train_runs.outputs(tmp_path, 'all'), train_runs.outputs(tmp_path, 'none')
+  assert summary['straggler_fraction'] == 1.0
+  examples = lambda rows: [float(row['train/num_examples']) for row in rows]
+  assert all(s < f for s, f in zip(examples(slow), examples(full)))  # U{1..5} epochs: < 5 for 10 clients
+
+
 @pytest.mark.parametrize('algorithm, flags', [
     ('mtfeel', ('--channel=rayleigh', '--snr_db=0', '--dde_steps=1')),
     ('signsgd', ('--channel=bsc', '--flip_probability=0.1', '--server_learning_rate=0.01')),
     ('fedsgd', ()),
+    ('fedsgd', ('--minibatch_fraction=0.1',)),
 ])
 def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_path, algorithm, flags):
   result = train_runs.train(tmp_path, '--task=digits_cohorts', f'--algorithm={algorithm}', '--clients_per_round=30',
@@ -238,6 +309,8 @@ def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_pat
   summary, rows = train_runs.outputs(tmp_path)
   assert 0.0 <= summary['personal/error_mean'] <= 1.0 and len(rows) == 2
   if algorithm == 'fedsgd':
+    assert summary.get('minibatch_fraction') == (0.1 if flags else None)
+    assert float(rows[-1]['train/num_examples']) == 30 * (2 if flags else 20)  # ceil(0.1 * 20) of each device's 20
     return
   bits, errors = float(rows[-1]['aggregator/channel/bits']), float(rows[-1]['aggregator/channel/bit_errors'])
   assert bits == 30 * 650 * (30 if algorithm == 'mtfeel' else 1)

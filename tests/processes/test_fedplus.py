@@ -10,6 +10,7 @@ import tensorflow_federated as tff
 from tff_robust.core import fedplus as fedplus_reference
 from tff_robust.processes import fedplus
 from tff_robust.processes import rfa
+from tff_robust.simulation import algorithms
 from tff_robust.simulation.tasks import synthetic_regression
 
 _BATCH = 8
@@ -95,6 +96,24 @@ def test_mean_lambda_1_theta_0_is_fedprox_with_learning_rate_eta_kappa():
   kappa = 1.0 / (1.0 + _LEARNING_RATE * sigma)
   expected = _numpy_fedprox(arrays, sigma, _LEARNING_RATE * kappa)
   np.testing.assert_allclose(_global_kernel(process, state), expected, atol=1e-5)
+
+
+def test_the_runners_fedprox_is_numpy_fedprox_with_the_client_learning_rate_and_mu():
+  """`--algorithm=fedprox`: SGD with learning rate eta on f_k + (mu/2)||w - w_t||^2, example-weighted mean."""
+  mu, arrays = 2.0, _client_arrays()
+  config = algorithms.AlgorithmConfig(client_learning_rate=_LEARNING_RATE, fedprox_mu=mu)
+  process = algorithms.build_learning_process('fedprox', synthetic_regression.model_fn, config)
+  state, _, _ = _run_fedplus(process, _datasets(arrays))
+  expected = _numpy_fedprox(arrays, mu, _LEARNING_RATE)
+  np.testing.assert_allclose(_global_kernel(process, state), expected, atol=1e-5)
+  assert np.max(np.abs(expected - _numpy_fedprox(arrays, 0.0, _LEARNING_RATE))) > 1e-2  # mu matters here
+
+
+@pytest.mark.parametrize('learning_rate, mu', [(0.5, 2.0), (1.0, 1.5), (-0.1, 1.0), (0.1, -1.0)])
+def test_the_runners_fedprox_refuses_a_proximal_step_that_overshoots(learning_rate, mu):
+  config = algorithms.AlgorithmConfig(client_learning_rate=learning_rate, fedprox_mu=mu)
+  with pytest.raises(ValueError, match=r'client_learning_rate \* fedprox_mu < 1'):
+    algorithms.check_settings('fedprox', config)
 
 
 def test_tff_0_87_fedprox_adds_its_proximal_gradient_with_the_wrong_sign():

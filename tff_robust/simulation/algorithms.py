@@ -24,13 +24,17 @@ ALGORITHM_NAMES = (
     'fedavg', 'rfa', 'rfa_one_step',
     'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
     'delta_fl',
-    'fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only',
+    'fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only', 'fedprox',
     'mtfeel', 'fedsgd', 'signsgd',
 )
 # Algorithms whose clients keep a state between rounds (`StatefulClientProcess`).
-STATEFUL_ALGORITHM_NAMES = ('fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only')
+STATEFUL_ALGORITHM_NAMES = (
+    'fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only', 'fedprox',
+)
 # Algorithms in which every device takes part in every round, knowing its index (`IndexedClientsProcess`).
 INDEXED_ALGORITHM_NAMES = ('mtfeel', 'signsgd')
+# Algorithms whose clients send one gradient of their whole dataset per round (no local epochs).
+FULL_GRADIENT_ALGORITHM_NAMES = ('fedsgd', 'mtfeel', 'signsgd')
 # Algorithms built as `tff.learning` processes whose hparams hold the client optimizer's learning rate (so a
 # learning-rate schedule can set it round by round: `schedules.set_client_learning_rate`).
 CLIENT_SCHEDULE_ALGORITHM_NAMES = (
@@ -60,6 +64,7 @@ class AlgorithmConfig:
   local_init_mixing: float = 0.0
   fedplus_solver: str = 'irls'
   fedplus_max_iterations: int = delta_median.DEFAULT_MAX_ITERATIONS
+  fedprox_mu: float = 0.01
   channel: str = 'none'
   snr_db: float = 10.0
   flip_probability: float = 0.0
@@ -98,7 +103,7 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> Optional[tff.aggrega
     return baselines.bulyan_factory(config.num_byzantine)
   if name == 'norm_clipping':
     return baselines.norm_clipping_factory(config.clipping_norm)
-  if name in ('delta_fl', 'local_only', 'fedsgd'):
+  if name in ('delta_fl', 'local_only', 'fedsgd', 'fedprox'):
     return tff.aggregators.MeanFactory(no_nan_division=True)
   if name.startswith('fedplus_'):
     return fedplus.fedplus_aggregator(
@@ -110,6 +115,26 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> Optional[tff.aggrega
   if name in INDEXED_ALGORITHM_NAMES:
     return None  # the sign vote is built into the process, with the config's channel
   raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
+
+
+def fedplus_learning_rate_for_fedprox(learning_rate: float, mu: float) -> float:
+  """The Fed+ client learning rate eta' that makes Fed+ 'fedprox' (lambda = 1, sigma = mu) FedProx with SGD
+  learning rate eta = `learning_rate` on h_k(w) = f_k(w) + (mu/2)||w - w_t||^2 (Li et al. 2020, Algorithm 2).
+
+  Fed+'s step (eq. (14), theta = 0) is w <- kappa (w - eta' grad f_k(w)) + (1 - kappa) w_t with
+  kappa = 1 / (1 + eta' mu), i.e. w <- w - eta' kappa (grad f_k(w) + mu (w - w_t)): FedProx with learning rate
+  eta' kappa (Fed+ Table 1). eta' kappa = eta for eta' = eta / (1 - eta mu), which needs eta mu < 1 (at
+  eta mu >= 1 the proximal step alone overshoots w_t).
+
+  Raises:
+    ValueError: if learning_rate < 0, mu < 0 or learning_rate * mu >= 1.
+  """
+  if learning_rate < 0 or mu < 0 or learning_rate * mu >= 1:
+    raise ValueError(
+        f'fedprox needs client_learning_rate >= 0, fedprox_mu >= 0 and client_learning_rate * fedprox_mu < 1, got '
+        f'client_learning_rate={learning_rate} and fedprox_mu={mu}'
+    )
+  return learning_rate / (1.0 - learning_rate * mu)
 
 
 def check_settings(
@@ -129,6 +154,8 @@ def check_settings(
   if update_attack is not None and (
       name in ('delta_fl', 'fedsgd') or name in STATEFUL_ALGORITHM_NAMES or name in INDEXED_ALGORITHM_NAMES):
     raise ValueError(f'{name} does not support update corruption ({update_attack!r}); use data corruption')
+  if name == 'fedprox':
+    fedplus_learning_rate_for_fedprox(config.client_learning_rate, config.fedprox_mu)
   if name in INDEXED_ALGORITHM_NAMES:
     if clients_per_round is None:
       raise ValueError(f'{name} needs clients_per_round: the number of devices, all of which train every round')
@@ -160,8 +187,13 @@ def build_learning_process(
 
   The `STATEFUL_ALGORITHM_NAMES` return a `StatefulClientProcess`: `fedplus_<variant>` is
   `build_fedplus_process` (sigma, delta, lambda = local_init_mixing, the paper's unweighted mean),
-  `personalized_rfa` is `build_personalized_rfa_process` (RFA's passes and smoothing) and `local_only` is
-  Fed+ with sigma = 0 and lambda = 0 (Table 1: local training, the global model plays no part).
+  `personalized_rfa` is `build_personalized_rfa_process` (RFA's passes and smoothing), `local_only` is
+  Fed+ with sigma = 0 and lambda = 0 (Table 1: local training, the global model plays no part) and `fedprox`
+  is FedProx (Li et al. 2020, Algorithm 2 with SGD as the local solver, the example-weighted mean of the
+  FedProx code) with proximal strength mu = `fedprox_mu` and learning rate `client_learning_rate`: Fed+
+  variant 'fedprox' with lambda = 1, sigma = mu and weights n_k (Table 1; the learning rate is converted by
+  `fedplus_learning_rate_for_fedprox`). TFF 0.87's `build_weighted_fed_prox` is not used: its proximal term
+  has the wrong sign (NOTES.md).
 
   `fedsgd` is `tff.learning.algorithms.build_fed_sgd` (server SGD with the server learning rate).
   The `INDEXED_ALGORITHM_NAMES` train every one of `clients_per_round` devices in every round and send
@@ -180,6 +212,13 @@ def build_learning_process(
         model_fn, client_optimizer, variant='avg' if name == 'local_only' else name.removeprefix('fedplus_'),
         sigma=0.0 if name == 'local_only' else config.fedplus_sigma, delta=config.fedplus_delta,
         local_init_mixing=0.0 if name == 'local_only' else config.local_init_mixing,
+        model_aggregator=aggregator, server_optimizer_fn=server_optimizer,
+    )
+  if name == 'fedprox':
+    return fedplus.build_fedplus_process(
+        model_fn, tff.learning.optimizers.build_sgdm(
+            learning_rate=fedplus_learning_rate_for_fedprox(config.client_learning_rate, config.fedprox_mu)
+        ), variant='fedprox', sigma=config.fedprox_mu, local_init_mixing=1.0, weighted=True,
         model_aggregator=aggregator, server_optimizer_fn=server_optimizer,
     )
   if name == 'personalized_rfa':

@@ -15,6 +15,7 @@ import tqdm
 from tff_robust.processes import indexed_clients
 from tff_robust.processes import stateful_clients
 from tff_robust.simulation import checkpoints
+from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import client_state_store
 from tff_robust.simulation import metrics_utils
 from tff_robust.simulation import schedules
@@ -53,6 +54,7 @@ def run_training(
     initial_model_weights: Optional[tff.learning.models.ModelWeights] = None,
     rounds_per_checkpoint: int = 0,
     client_learning_rate_schedule: Optional[Callable[[int], float]] = None,
+    cohort_transform: Optional[client_pipelines.CohortTransform] = None,
 ) -> dict[str, float]:
   """Trains for `total_rounds` rounds and writes `metrics.csv`, TensorBoard logs and `summary.json`.
 
@@ -88,6 +90,10 @@ def run_training(
   `client_learning_rate_schedule` (round number -> learning rate, e.g. `schedules.step_decay`) sets the
   client optimizer's learning rate before every round through the process's hparams (`tff.learning`
   processes: FedAvg, RFA, the baselines, Delta-FL) and releases it as `client_learning_rate`.
+
+  `cohort_transform` (`client_pipelines.minibatch`, `client_pipelines.stragglers`) changes the cohort's
+  client data in every training round, with a generator drawn from `seed` and the round number alone
+  (`client_pipelines.round_generator`), so a resumed run trains on the same data as an uninterrupted one.
 
   Returns:
     The summary written to `summary.json`: final `eval/*` metrics, last `train/*` metrics, `rounds`,
@@ -143,6 +149,8 @@ def run_training(
   for round_num in progress:
     cohort = client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
     client_data = [client_data_fn(cid) for cid in cohort]
+    if cohort_transform is not None:
+      client_data = cohort_transform(client_pipelines.round_generator(seed, round_num), client_data)
     if client_learning_rate_schedule is not None:
       state = schedules.set_client_learning_rate(process, state, client_learning_rate_schedule(round_num))
     start = time.perf_counter()

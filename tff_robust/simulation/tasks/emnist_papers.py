@@ -127,14 +127,15 @@ TASK_NAMES = ('emnist_linear_rfa', 'emnist_cnn_rfa', 'emnist_linear_dfl', 'emnis
 
 def create_task(
     name: str, *, client_epochs: int, client_batch_size: int, seed: int, cache_dir: Optional[str] = None,
-    use_synthetic_data: bool = False,
+    use_synthetic_data: bool = False, **options,
 ) -> base.Task:
-  """`emnist_<model>_<paper>` with the papers' defaults (no l2 regularisation, every device evaluated)."""
+  """`emnist_<model>_<paper>`: `create_rfa_task` or `create_dfl_task` with `options`, their keyword arguments
+  (none: the papers' defaults, no l2 regularisation and every device evaluated)."""
   if name not in TASK_NAMES:
     raise ValueError(f'name must be one of {TASK_NAMES}, got {name!r}')
   _, model, paper = name.split('_')
   create = create_rfa_task if paper == 'rfa' else create_dfl_task
   return create(
       model, client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed, cache_dir=cache_dir,
-      use_synthetic_data=use_synthetic_data,
+      use_synthetic_data=use_synthetic_data, **options,
   )

@@ -57,7 +57,7 @@ def create_task(
     name: str, *, client_epochs: int, client_batch_size: int, seed: int, data_dir: Optional[str] = None,
     glove_path: Optional[str] = None, download: bool = True,
     min_tweets: int = sent140_data.MIN_TWEETS_PER_DEVICE, vocabulary_size: int = VOCABULARY_SIZE,
-    split_seed: int = 0
+    split_seed: int = 0, l2_regularization: float = 0.0,
 ) -> base.Task:
   """The task `name` of TASK_SETTINGS from TFDS's 'sentiment140' in `data_dir`.
 
@@ -71,6 +71,7 @@ def create_task(
     min_tweets: smallest number of tweets of a kept account (the papers' 50).
     vocabulary_size: words of the trainable embedding's vocabulary (ignored with GloVe).
     split_seed: seed of the train/test split (fixed across runs, as the papers hold it fixed).
+    l2_regularization: lambda >= 0 of (lambda/2)||w||^2 on the linear model's w (Delta-FL; linear tasks only).
 
   Raises:
     ValueError: if `name` is unknown or no account is kept.
@@ -95,7 +96,7 @@ def create_task(
   train, test = encode(train), encode(test)
   model_fn = sent140_models.make_model_fn(
       kind, num_tokens=len(vocabulary) + sent140_data.NUM_RESERVED_IDS, sequence_length=length,
-      pretrained=pretrained,
+      pretrained=pretrained, l2_regularization=l2_regularization,
   )
   x_test = np.concatenate([x for x, _ in test.values()])
   y_test = np.concatenate([y for _, y in test.values()])

@@ -25,9 +25,14 @@ LSTM_UNITS = 50
 MODEL_KINDS = ('linear', 'lstm')
 
 
-def _check_arguments(kind, num_tokens, sequence_length, pretrained):
+def _check_arguments(kind, num_tokens, sequence_length, pretrained, l2_regularization):
   if kind not in MODEL_KINDS:
     raise ValueError(f'kind must be one of {MODEL_KINDS}, got {kind!r}')
+  if not l2_regularization >= 0 or (l2_regularization and kind != 'linear'):
+    raise ValueError(
+        f'l2_regularization must be >= 0, and 0 unless kind is linear (Delta-FL regularises its linear models only), '
+        f'got {l2_regularization!r} for kind {kind!r}'
+    )
   for name, value in (('num_tokens', num_tokens), ('sequence_length', sequence_length)):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
       raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
@@ -38,7 +43,8 @@ def _check_arguments(kind, num_tokens, sequence_length, pretrained):
 
 
 def create_keras_model(
-    kind: str, *, num_tokens: int, sequence_length: int, pretrained: Optional[np.ndarray] = None
+    kind: str, *, num_tokens: int, sequence_length: int, pretrained: Optional[np.ndarray] = None,
+    l2_regularization: float = 0.0,
 ) -> tf.keras.Model:
   """The Keras model `kind` ('linear' or 'lstm'): int32 token ids (batch, sequence_length) -> one logit.
 
@@ -47,11 +53,13 @@ def create_keras_model(
     num_tokens: embedding rows, padding and out-of-vocabulary ids included.
     sequence_length: tokens per example.
     pretrained: optional float32 (num_tokens, 50) embedding matrix, then frozen; None: trainable.
+    l2_regularization: lambda >= 0 of Delta-FL's (lambda/2)||w||^2 on the linear model's w (notes
+      superquantile_fl.md §3.4); the linear model only.
 
   Raises:
     ValueError: if an argument is out of range or `pretrained` has the wrong shape.
   """
-  _check_arguments(kind, num_tokens, sequence_length, pretrained)
+  _check_arguments(kind, num_tokens, sequence_length, pretrained, l2_regularization)
   inputs = tf.keras.Input(shape=(sequence_length,), dtype=tf.int32)
   embedding = tf.keras.layers.Embedding(
       num_tokens, EMBEDDING_DIMENSION, mask_zero=True, trainable=pretrained is None,
@@ -61,17 +69,25 @@ def create_keras_model(
     features, use_bias = tf.keras.layers.GlobalAveragePooling1D()(embedding), False
   else:
     features, use_bias = tf.keras.layers.LSTM(LSTM_UNITS)(embedding), True
-  return tf.keras.Model(inputs, tf.keras.layers.Dense(1, use_bias=use_bias)(features))
+  regularizer = tf.keras.regularizers.L2(l2_regularization / 2) if l2_regularization else None
+  return tf.keras.Model(inputs, tf.keras.layers.Dense(1, use_bias=use_bias, kernel_regularizer=regularizer)(features))
 
 
-def make_model_fn(kind: str, *, num_tokens: int, sequence_length: int, pretrained: Optional[np.ndarray] = None):
+def make_model_fn(
+    kind: str, *, num_tokens: int, sequence_length: int, pretrained: Optional[np.ndarray] = None,
+    l2_regularization: float = 0.0,
+):
   """A no-arg `model_fn` of `create_keras_model`'s model: elements {'x': int32 ids, 'y': int32 in {0, 1}},
-  binary cross-entropy on the logit, and 'accuracy' (logit > 0 predicts 1)."""
-  _check_arguments(kind, num_tokens, sequence_length, pretrained)
+  binary cross-entropy on the logit (plus (lambda/2)||w||^2 with `l2_regularization` = lambda), and
+  'accuracy' (logit > 0 predicts 1)."""
+  _check_arguments(kind, num_tokens, sequence_length, pretrained, l2_regularization)
 
   def model_fn() -> tff.learning.models.VariableModel:
     return tff.learning.models.from_keras_model(
-        create_keras_model(kind, num_tokens=num_tokens, sequence_length=sequence_length, pretrained=pretrained),
+        create_keras_model(
+            kind, num_tokens=num_tokens, sequence_length=sequence_length, pretrained=pretrained,
+            l2_regularization=l2_regularization,
+        ),
         loss=tf.keras.losses.BinaryCrossentropy(from_logits=True),
         input_spec=collections.OrderedDict(
             x=tf.TensorSpec([None, sequence_length], tf.int32), y=tf.TensorSpec([None], tf.int32)

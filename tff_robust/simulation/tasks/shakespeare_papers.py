@@ -165,13 +165,14 @@ TASK_NAMES = ('shakespeare_lstm_rfa', 'shakespeare_gru_dfl')
 
 def create_task(
     name: str, *, client_epochs: int, client_batch_size: int, seed: int, cache_dir: Optional[str] = None,
-    use_synthetic_data: bool = False,
+    use_synthetic_data: bool = False, **options,
 ) -> base.Task:
-  """`shakespeare_lstm_rfa` or `shakespeare_gru_dfl` with the papers' defaults (every device evaluated)."""
+  """`shakespeare_lstm_rfa` or `shakespeare_gru_dfl`: `create_rfa_task` or `create_dfl_task` with `options`,
+  their keyword arguments (none: the papers' defaults, every device evaluated)."""
   if name not in TASK_NAMES:
     raise ValueError(f'name must be one of {TASK_NAMES}, got {name!r}')
   create = create_rfa_task if name == 'shakespeare_lstm_rfa' else create_dfl_task
   return create(
       client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed, cache_dir=cache_dir,
-      use_synthetic_data=use_synthetic_data,
+      use_synthetic_data=use_synthetic_data, **options,
   )

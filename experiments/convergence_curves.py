@@ -1,0 +1,99 @@
+"""Test accuracy against secure-average oracle calls and against rounds (RFA Fig. 4) from runs' metrics.csv.
+
+The RFA paper measures communication in calls to the secure-average oracle (notes §3.8): FedAvg and SGD make one
+per round, RFA up to R = 3 (its Weiszfeld passes), so RFA "needs 3x the oracle calls of FedAvg" at rho = 0 while
+it matches FedAvg per outer iteration. A run of `python -m experiments.train` writes `summary.json` (its total
+`secure_average_calls` and `rounds`) and `metrics.csv` (`eval/accuracy` at every evaluation round); every
+algorithm here makes the same number of calls each round, so the calls after round t are t x calls per round.
+Used by `experiments/paper_report.py` (no absl flags).
+"""
+
+import collections
+import csv
+import dataclasses
+import json
+import os
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from experiments import paper_tables
+
+
+@dataclasses.dataclass(frozen=True)
+class Curve:
+  """One run's held-out accuracy at its evaluation rounds, with the oracle calls made by then."""
+
+  record: paper_tables.Record  # the run's labels (task, algorithm, corruption, fraction, seed)
+  rounds: tuple[int, ...]
+  calls: tuple[float, ...]
+  accuracy: tuple[float, ...]
+
+
+def load_curve(run_dir: str) -> Curve:
+  """The curve of the run in `run_dir` (its summary.json and metrics.csv)."""
+  with open(os.path.join(run_dir, 'summary.json')) as f:
+    summary = json.load(f)
+  calls_per_round = summary['secure_average_calls'] / summary['rounds']
+  with open(os.path.join(run_dir, 'metrics.csv'), newline='') as f:
+    evaluated = [(int(row['round']), float(row['eval/accuracy'])) for row in csv.DictReader(f)
+                 if row.get('eval/accuracy') not in (None, '')]
+  rounds = tuple(r for r, _ in evaluated)
+  return Curve(paper_tables.records_from_summary(summary), rounds, tuple(calls_per_round * r for r in rounds),
+               tuple(a for _, a in evaluated))
+
+
+def load_curves(inputs: Iterable[str]) -> list[Curve]:
+  """Curves of every run below the directories among `inputs` that has both summary.json and metrics.csv
+  (other inputs, e.g. a sweep's results.csv, hold no curves and are skipped)."""
+  curves = []
+  for spec in inputs:
+    path = spec.rpartition('=')[2]
+    if not os.path.isdir(path):
+      continue
+    for root, _, files in sorted(os.walk(path)):
+      if {'summary.json', 'metrics.csv'} <= set(files):
+        curve = load_curve(root)
+        if curve.rounds and curve.record.kind == 'rfa':
+          curves.append(curve)
+  return curves
+
+
+def seed_band(curves: Sequence[Curve], x: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+  """(x, mean, min, max) over seeds of the accuracy (%) at the evaluation rounds every seed has; `x` is 'calls'
+  or 'rounds'."""
+  common = sorted(set.intersection(*(set(c.rounds) for c in curves)))
+  values = np.array([[100 * c.accuracy[c.rounds.index(r)] for r in common] for c in curves])
+  xs = [getattr(curves[0], x)[curves[0].rounds.index(r)] for r in common]
+  return np.array(xs, dtype=float), values.mean(0), values.min(0), values.max(0)
+
+
+def plot_convergence(curves: Sequence[Curve], path: str) -> None:
+  """Two rows of panels, one column per task x corruption x rho: accuracy (%) against oracle calls (top) and
+  against rounds (bottom), one line per algorithm (mean over seeds, min-max band)."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  panels = collections.defaultdict(lambda: collections.defaultdict(list))
+  for curve in curves:
+    r = curve.record
+    panels[(r.task, r.corruption, r.fraction)][r.algorithm].append(curve)
+  keys = sorted(panels)
+  fig, axes = plt.subplots(2, len(keys), figsize=(5 * len(keys), 7.5), squeeze=False)
+  for column, key in enumerate(keys):
+    task, corruption, fraction = key
+    for index, algorithm in enumerate(paper_tables.order_algorithms(panels[key])):
+      for row, x in enumerate(('calls', 'rounds')):
+        xs, mean, low, high = seed_band(panels[key][algorithm], x)
+        ax = axes[row][column]
+        ax.plot(xs, mean, color=f'C{index % 10}', label=algorithm)
+        ax.fill_between(xs, low, high, color=f'C{index % 10}', alpha=0.2)
+    title = f'{task}: ' + ('no corruption' if corruption == 'none' else f'{corruption}, ρ={fraction:g}')
+    axes[0][column].set(title=title, xlabel='secure-average oracle calls', ylabel='test accuracy (%)')
+    axes[1][column].set(xlabel='rounds (outer iterations)', ylabel='test accuracy (%)')
+    for ax in axes[:, column]:
+      ax.grid(alpha=0.3)
+      ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)

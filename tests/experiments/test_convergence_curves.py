@@ -1,0 +1,62 @@
+"""experiments/convergence_curves.py on fake run outputs: oracle calls per evaluation, seed bands, the figure."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from experiments import convergence_curves
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _write_run(directory, *, algorithm, seed, calls_per_round, accuracies, rounds=6, corruption='none', fraction=0.0):
+  """A run evaluated at the rounds in `accuracies` ({round: accuracy}), `calls_per_round` oracle calls each round."""
+  directory.mkdir(parents=True)
+  (directory / 'summary.json').write_text(json.dumps(dict(
+      algorithm=algorithm, task='digits', seed=seed, corruption=corruption, corruption_fraction=fraction,
+      rounds=rounds, secure_average_calls=calls_per_round * rounds, **{'eval/accuracy': accuracies[rounds]})))
+  with open(directory / 'metrics.csv', 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=['round', 'train/loss', 'eval/accuracy'])
+    writer.writeheader()
+    for r in range(1, rounds + 1):
+      writer.writerow({'round': r, 'train/loss': 1.0 / r, 'eval/accuracy': accuracies.get(r, '')})
+
+
+def test_calls_are_rounds_times_the_runs_calls_per_round(tmp_path):
+  _write_run(tmp_path / 'rfa', algorithm='rfa', seed=0, calls_per_round=3, accuracies={2: 0.5, 4: 0.7, 6: 0.8})
+  curve = convergence_curves.load_curve(str(tmp_path / 'rfa'))
+  assert curve.rounds == (2, 4, 6)
+  assert curve.calls == (6.0, 12.0, 18.0)
+  assert curve.accuracy == (0.5, 0.7, 0.8)
+  assert (curve.record.algorithm, curve.record.seed) == ('rfa', 0)
+
+
+def test_the_seed_band_uses_the_rounds_every_seed_evaluated(tmp_path):
+  _write_run(tmp_path / 'a', algorithm='fedavg', seed=0, calls_per_round=1, accuracies={2: 0.4, 4: 0.6, 6: 0.9})
+  _write_run(tmp_path / 'b', algorithm='fedavg', seed=1, calls_per_round=1, accuracies={3: 0.5, 6: 0.7})
+  curves = convergence_curves.load_curves([str(tmp_path)])
+  xs, mean, low, high = convergence_curves.seed_band(curves, 'calls')
+  np.testing.assert_allclose(xs, [6.0])
+  np.testing.assert_allclose([mean[0], low[0], high[0]], [80.0, 70.0, 90.0])
+
+
+def test_paper_report_draws_accuracy_against_calls_for_run_directories(tmp_path):
+  runs = tmp_path / 'runs'
+  for seed in (0, 1):
+    _write_run(runs / f'fedavg_{seed}', algorithm='fedavg', seed=seed, calls_per_round=1,
+               accuracies={3: 0.6, 6: 0.8 + 0.01 * seed})
+    _write_run(runs / f'rfa_{seed}', algorithm='rfa', seed=seed, calls_per_round=3,
+               accuracies={3: 0.6, 6: 0.79 + 0.01 * seed})
+  curves = convergence_curves.load_curves([str(runs)])
+  assert {(c.record.algorithm, c.calls[-1]) for c in curves} == {('fedavg', 6.0), ('rfa', 18.0)}
+  result = subprocess.run(
+      [sys.executable, '-m', 'experiments.paper_report', f'--inputs={runs}', f'--output_dir={tmp_path / "out"}'],
+      cwd=_REPO, capture_output=True, text=True, timeout=300,
+  )
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'rfa_accuracy_vs_calls.png' in result.stdout
+  assert (tmp_path / 'out' / 'rfa_accuracy_vs_calls.png').stat().st_size > 10_000

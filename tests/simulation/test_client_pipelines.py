@@ -1,0 +1,131 @@
+"""Per-round cohort transforms: RFA's minibatch SGD against NumPy, FedProx's stragglers, and both deterministic
+given the seed across a kill-and-resume."""
+
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tff_robust.simulation import algorithms
+from tff_robust.simulation import client_pipelines
+from tff_robust.simulation import training_loop
+from tff_robust.simulation.tasks import synthetic_regression
+
+_BATCH = 8
+
+
+def _dataset(x, y, epochs=1):
+  return tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x, y=y)).repeat(epochs).batch(_BATCH)
+
+
+def _arrays(num_clients=3):
+  clients, _, _ = synthetic_regression.make_client_arrays(num_clients=num_clients)
+  return list(clients.values())
+
+
+def _rows(dataset):
+  return np.concatenate([batch['x'] for batch in dataset.as_numpy_iterator()])
+
+
+def test_round_generators_depend_on_seed_and_round_only():
+  draw = lambda seed, round_num: client_pipelines.round_generator(seed, round_num).integers(2**31, size=4)
+  np.testing.assert_array_equal(draw(3, 5), draw(3, 5))
+  assert not np.array_equal(draw(3, 5), draw(3, 6)) and not np.array_equal(draw(3, 5), draw(4, 5))
+  assert not np.array_equal(draw(3, 0), np.random.default_rng(3).integers(2**31, size=4))  # not the sampler's
+
+
+def test_a_minibatch_is_one_batch_of_distinct_examples_of_the_client_drawn_per_round():
+  x, y = _arrays(1)[0]
+  transform = client_pipelines.minibatch(0.1)
+  (first,) = transform(client_pipelines.round_generator(0, 1), [_dataset(x, y)])
+  (again,) = transform(client_pipelines.round_generator(0, 1), [_dataset(x, y)])
+  (later,) = transform(client_pipelines.round_generator(0, 2), [_dataset(x, y)])
+  rows = _rows(first)
+  assert len(list(first)) == 1 and len(rows) == int(np.ceil(0.1 * len(x)))
+  assert len({r.tobytes() for r in rows}) == len(rows) and {r.tobytes() for r in rows} <= {r.tobytes() for r in x}
+  np.testing.assert_array_equal(_rows(again), rows)  # the same round draws the same minibatch
+  np.testing.assert_array_equal(_rows(first), rows)  # and each iteration of it is the same sample
+  assert not np.array_equal(_rows(later), rows)
+
+
+@pytest.mark.parametrize('fraction', [0.0, -0.1, 1.5])
+def test_a_minibatch_fraction_outside_0_1_is_refused(fraction):
+  with pytest.raises(ValueError, match=r'minibatch_fraction must be in \(0, 1\]'):
+    client_pipelines.minibatch(fraction)
+
+
+def test_fedsgd_on_minibatches_is_one_sgd_step_on_the_union_of_the_samples():
+  """FedSGD's server step with learning rate eta: w - eta sum_k n_k g_k / sum_k n_k, g_k the mean-squared-error
+  gradient on client k's sample of n_k = ceil(0.25 N_k) examples: the gradient of the samples' pooled loss."""
+  learning_rate, arrays = 0.05, _arrays()
+  config = algorithms.AlgorithmConfig(server_learning_rate=learning_rate)
+  process = algorithms.build_learning_process('fedsgd', synthetic_regression.model_fn, config)
+  data = client_pipelines.minibatch(0.25)(client_pipelines.round_generator(1, 1), [_dataset(x, y) for x, y in arrays])
+  state = process.next(process.initialize(), data).state
+  xs = np.concatenate([batch['x'] for d in data for batch in d.as_numpy_iterator()]).astype(np.float64)
+  ys = np.concatenate([batch['y'] for d in data for batch in d.as_numpy_iterator()]).astype(np.float64)
+  assert len(xs) == sum(int(np.ceil(0.25 * len(x))) for x, _ in arrays)
+  w = np.zeros((synthetic_regression.DIMENSION, 1))
+  expected = w - learning_rate * 2.0 / len(xs) * xs.T @ (xs @ w - ys)
+  np.testing.assert_allclose(process.get_model_weights(state).trainable[0], expected, atol=1e-5)
+
+
+def test_stragglers_train_a_uniform_number_of_the_epochs_on_the_first_epochs_of_their_data():
+  epochs, arrays = 4, _arrays(4)
+  cohort = [_dataset(x, y, epochs) for x, y in arrays]
+  transform = client_pipelines.stragglers(0.5, epochs=epochs, batch_size=_BATCH)
+  seen = set()
+  for round_num in range(1, 30):
+    changed = transform(client_pipelines.round_generator(0, round_num), cohort)
+    done = [len(_rows(d)) / len(x) for d, (x, _) in zip(changed, arrays)]
+    assert sorted(e == epochs for e in done).count(False) <= 2 and all(e in (1, 2, 3, 4) for e in done)
+    for d, (x, _), e in zip(changed, arrays, done):
+      np.testing.assert_array_equal(_rows(d), np.tile(x, (int(e), 1)))  # the first e epochs, in order
+      assert all(len(b['x']) == _BATCH for b in list(d.as_numpy_iterator())[:-1])
+    seen.update(done)
+    assert sum(d is original for d, original in zip(changed, cohort)) == 2  # round(0.5 * 4) stragglers
+  assert seen == {1, 2, 3, 4}  # x ~ U{1..E}: a straggler may also draw all E epochs
+  assert client_pipelines.stragglers(0.0, epochs=epochs, batch_size=_BATCH)(
+      client_pipelines.round_generator(0, 1), cohort) == cohort
+
+
+def test_update_attack_client_data_keeps_its_flag():
+  x, y = _arrays(1)[0]
+  flag = tf.data.Dataset.from_tensors(True)
+  ((data, kept_flag),) = client_pipelines.minibatch(0.5)(client_pipelines.round_generator(0, 1),
+                                                         [(_dataset(x, y), flag)])
+  assert kept_flag is flag and len(_rows(data)) == int(np.ceil(0.5 * len(x)))
+
+
+class _Interrupted(Exception):
+  pass
+
+
+def _train(task, process, output_dir, transform, client_data_fn=None):
+  training_loop.run_training(
+      process, task, client_data_fn or task.client_dataset, total_rounds=4, clients_per_round=5,
+      rounds_per_eval=4, seed=2, output_dir=output_dir, show_progress=False, rounds_per_checkpoint=2,
+      cohort_transform=transform,
+  )
+  with np.load(f'{output_dir}/model_weights.npz') as weights:
+    return weights['trainable_0']
+
+
+def test_a_resumed_run_draws_the_same_stragglers_as_an_uninterrupted_one(tmp_path):
+  task = synthetic_regression.create_task(client_epochs=3, client_batch_size=_BATCH, seed=0)
+  process = algorithms.build_learning_process('fedavg', task.model_fn, algorithms.AlgorithmConfig())
+  stragglers = client_pipelines.stragglers(0.6, epochs=3, batch_size=_BATCH)
+  reference = _train(task, process, str(tmp_path / 'reference'), stragglers)
+  calls = {'n': 0}
+
+  def killing_in_round_4(client_id):
+    calls['n'] += 1
+    if calls['n'] > 3 * 5:
+      raise _Interrupted()
+    return task.client_dataset(client_id)
+
+  with pytest.raises(_Interrupted):
+    _train(task, process, str(tmp_path / 'resumed'), stragglers, killing_in_round_4)  # checkpoint at round 2
+  np.testing.assert_allclose(_train(task, process, str(tmp_path / 'resumed'), stragglers), reference, atol=1e-6)
+  assert np.max(np.abs(_train(task, process, str(tmp_path / 'no_stragglers'), None) - reference)) > 1e-3

@@ -1,0 +1,91 @@
+"""Per-round changes to the cohort's training data: RFA's minibatch SGD and FedProx's stragglers.
+
+Each is a `CohortTransform`: (the round's generator, the cohort's client data in cohort order) -> the client
+data the process takes that round. A client's data is its training dataset, or a tuple whose first element
+is (the update attacks' `(dataset, flag dataset)`); only the dataset changes. `training_loop.run_training`
+draws the round's generator from the run's seed and the round number alone (`round_generator`), so a run
+resumed from a checkpoint draws the same minibatches and stragglers as an uninterrupted one.
+"""
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+CohortTransform = Callable[[np.random.Generator, Sequence], list]
+
+
+def round_generator(seed: int, round_num: int) -> np.random.Generator:
+  """The generator of round `round_num`'s cohort transform: child `round_num` of `seed`'s SeedSequence,
+  independent of the client sampler's `np.random.default_rng(seed)` and of every other round."""
+  return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(round_num,)))
+
+
+def _check_fraction(name: str, value: float, *, zero_allowed: bool) -> float:
+  if not (0.0 <= value <= 1.0) or (value == 0.0 and not zero_allowed):
+    raise ValueError(f'{name} must be in {"[0, 1]" if zero_allowed else "(0, 1]"}, got {value!r}')
+  return float(value)
+
+
+def _with_dataset(client_data, change: Callable[[tf.data.Dataset], tf.data.Dataset]):
+  if isinstance(client_data, tuple):
+    return (change(client_data[0]), *client_data[1:])
+  return change(client_data)
+
+
+def _num_examples(examples: tf.data.Dataset) -> int:
+  return int(examples.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
+
+
+def sample_examples(dataset: tf.data.Dataset, fraction: float, seed: int) -> tf.data.Dataset:
+  """One batch of a uniform sample without replacement of ceil(fraction n) of the n examples of `dataset`
+  (a batched dataset holding each example once), drawn with `seed`: the same sample at every iteration."""
+  examples = dataset.unbatch()
+  count = _num_examples(examples)
+  size = math.ceil(round(fraction * count, 9))  # 0.1 * 30 is 3.0000000000000004 in floating point
+  sample = examples.shuffle(max(count, 1), seed=seed, reshuffle_each_iteration=False).take(size)
+  return sample.batch(max(size, 1))
+
+
+def minibatch(fraction: float) -> CohortTransform:
+  """RFA's minibatch SGD baseline (notes rfa.md §3.1, the authors' `--minibatch 0.1`): each client keeps
+  `sample_examples` of its data, in (0, 1], drawn anew each round, so FedSGD takes one gradient per round
+  on a minibatch of ceil(fraction n_k) examples of every selected client k (one epoch of data expected)."""
+  fraction = _check_fraction('minibatch_fraction', fraction, zero_allowed=False)
+
+  def transform(rng: np.random.Generator, cohort_data: Sequence) -> list:
+    seeds = rng.integers(2**31 - 1, size=len(cohort_data))
+    return [_with_dataset(data, lambda d, s=int(s): sample_examples(d, fraction, s))
+            for data, s in zip(cohort_data, seeds)]
+
+  return transform
+
+
+def first_epochs(dataset: tf.data.Dataset, epochs: int, of_epochs: int, batch_size: int) -> tf.data.Dataset:
+  """The first `epochs` of the `of_epochs` epochs of `dataset` (a client's n examples repeated `of_epochs`
+  times and batched by `batch_size`, as `tasks.base.batching` builds it), batched by `batch_size`."""
+  examples = dataset.unbatch()
+  per_epoch = _num_examples(examples) // of_epochs
+  return examples.take(epochs * per_epoch).batch(batch_size)
+
+
+def stragglers(fraction: float, *, epochs: int, batch_size: int) -> CohortTransform:
+  """FedProx's systems heterogeneity (Li et al. 2020; Fed+ Fig. 4, notes fedplus.md §4.3): in every round,
+  round(fraction m) of the cohort's m clients, drawn without replacement, are stragglers and train
+  x ~ U{1, ..., E} local epochs (a draw per straggler) instead of E = `epochs`; the others train E epochs. A
+  straggler's data is the first x epochs of its E-epoch stream (`first_epochs`); its partial work is kept.
+  `fraction` in [0, 1]; 0 changes nothing."""
+  fraction = _check_fraction('straggler_fraction', fraction, zero_allowed=True)
+  if epochs < 1 or batch_size < 1:
+    raise ValueError(f'epochs and batch_size must be >= 1, got {epochs} and {batch_size}')
+
+  def transform(rng: np.random.Generator, cohort_data: Sequence) -> list:
+    slow = set(rng.choice(len(cohort_data), size=round(fraction * len(cohort_data)), replace=False).tolist())
+    done = rng.integers(1, epochs + 1, size=len(cohort_data))
+    return [
+        _with_dataset(data, lambda d, x=int(x): first_epochs(d, x, epochs, batch_size)) if i in slow else data
+        for i, (data, x) in enumerate(zip(cohort_data, done))
+    ]
+
+  return transform

@@ -50,7 +50,7 @@ _LABEL_CONCENTRATION = flags.DEFINE_float(
     'label_concentration', None,
     'digits: Dirichlet concentration of each client\'s label mixture (unset: the task\'s 0.5, two or three '
     'digits per client; 100: every client near the population mixture, like the RFA paper\'s EMNIST writers).',
-    lower_bound=1e-3,
+    lower_bound=1e-3, upper_bound=1e6,
 )
 _TOTAL_ROUNDS = flags.DEFINE_integer('total_rounds', 30, 'Rounds per run.', lower_bound=1)
 _CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 10, 'Cohort size.', lower_bound=1)

@@ -212,7 +212,7 @@ _LABEL_CONCENTRATION = flags.DEFINE_float(
     'Dirichlet concentration > 0 of each client\'s label mixture (unset: 0.5, two or three digits per client; '
     '100: nearly the population\'s mixture, like the RFA paper\'s EMNIST writers). '
     f'Tasks: {", ".join(tasks.tasks_accepting("label_concentration"))}.',
-    lower_bound=1e-3,
+    lower_bound=1e-3, upper_bound=1e6,
 )
 # The task options (`tasks.TASK_OPTIONS`) the runner sets; each reaches the builders that take it.
 _TASK_OPTION_FLAGS = (_L2_REGULARIZATION, _NUM_DEVICES, _SPLIT_SEED, _MAX_EVALUATED_DEVICES, _LABEL_CONCENTRATION)

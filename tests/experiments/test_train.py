@@ -173,6 +173,7 @@ def flag_values():
         ('--split_seed=-1', 'split_seed'),
         ('--max_evaluated_devices=0', 'max_evaluated_devices'),
         ('--label_concentration=0', 'label_concentration'),
+        ('--label_concentration=inf', 'label_concentration'),
         ('--task=digits_cohorts --label_concentration=100', "--label_concentration applies to the tasks digits, "
          "not 'digits_cohorts'"),
         ('--task=emnist_cnn_dfl --l2_regularization=0.001',

@@ -62,6 +62,9 @@ def load_curves(inputs: Iterable[str]) -> list[Curve]:
 def seed_band(curves: Sequence[Curve], x: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
   """(x, mean, min, max) over seeds of the accuracy (%) at the evaluation rounds every seed has; `x` is 'calls'
   or 'rounds'."""
+  if not curves or x not in ('calls', 'rounds'):
+    raise ValueError(f"seed_band needs at least one curve and x in ('calls', 'rounds'), got {len(curves)} curves and "
+                     f'x={x!r}')
   common = sorted(set.intersection(*(set(c.rounds) for c in curves)))
   values = np.array([[100 * c.accuracy[c.rounds.index(r)] for r in common] for c in curves])
   xs = [getattr(curves[0], x)[curves[0].rounds.index(r)] for r in common]

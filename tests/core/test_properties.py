@@ -593,6 +593,7 @@ def test_mm_iterates_are_finite_at_every_scale_and_scale_with_the_values_above_t
 
 _ROBUST_KINDS = ('l2', 'l1')
 _DELTAS = st.floats(-2.0, 1.0).map(lambda exponent: 10.0**exponent)
+_SMALL_VECTORS = hnp.arrays(np.float64, st.integers(1, 5), elements=st.floats(-10.0, 10.0))  # one party's model
 
 
 def _psi_over_sigma(theta, delta, kind):
@@ -603,7 +604,7 @@ def _psi_over_sigma(theta, delta, kind):
 
 @_SETTINGS
 @given(
-    vector=hnp.arrays(np.float64, st.integers(1, 5), elements=st.floats(-10.0, 10.0)),
+    vector=_SMALL_VECTORS,
     delta=_DELTAS,
     kind=st.sampled_from(fedplus.PSI_KINDS),
     seed=_SEEDS,
@@ -641,7 +642,7 @@ def test_prox_and_residual_are_firmly_nonexpansive(vectors, delta, kind):
 
 @_SETTINGS
 @given(
-    vector=hnp.arrays(np.float64, st.integers(1, 5), elements=st.floats(-10.0, 10.0)),
+    vector=_SMALL_VECTORS,
     delta=_DELTAS,
     kind=st.sampled_from(fedplus.PSI_KINDS),
     scale=_SCALES,

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from experiments import convergence_curves
 
@@ -60,3 +61,11 @@ def test_paper_report_draws_accuracy_against_calls_for_run_directories(tmp_path)
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'rfa_accuracy_vs_calls.png' in result.stdout
   assert (tmp_path / 'out' / 'rfa_accuracy_vs_calls.png').stat().st_size > 10_000
+
+
+def test_the_seed_band_refuses_no_curves_and_an_unknown_axis(tmp_path):
+  _write_run(tmp_path / 'a', algorithm='rfa', seed=0, calls_per_round=3, accuracies={6: 0.8})
+  with pytest.raises(ValueError, match='at least one curve'):
+    convergence_curves.seed_band([], 'calls')
+  with pytest.raises(ValueError, match="x in \\('calls', 'rounds'\\)"):
+    convergence_curves.seed_band(convergence_curves.load_curves([str(tmp_path)]), 'seconds')

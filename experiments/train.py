@@ -104,6 +104,11 @@ flags.DEFINE_integer(
     'fedplus_max_iterations', delta_median.DEFAULT_MAX_ITERATIONS,
     'fedplus_geomed/comed: secure sums per aggregation after the first mean.', lower_bound=1,
 )
+_PERSONAL_LEARNING_RATE = flags.DEFINE_float(
+    'personal_learning_rate', None,
+    'personalized_rfa: learning rate >= 0 of the personal step (u_i); unset: --client_learning_rate, as in the '
+    'paper.', lower_bound=0.0,
+)
 _FEDPROX_MU = flags.DEFINE_float(
     'fedprox_mu', 0.01,
     'fedprox: proximal strength mu >= 0 of (mu/2)||w - w_t||^2 (0: FedAvg); needs client_learning_rate * mu < 1.',
@@ -358,7 +363,7 @@ def _task_options_are_valid(flag_values: dict) -> bool:
 flags.register_multi_flags_validator(('task', *(flag.name for flag in _TASK_OPTION_FLAGS)), _task_options_are_valid)
 flags.register_multi_flags_validator(
     ('algorithm', 'clients_per_round', 'corruption', 'num_byzantine', 'num_selected', 'trim_fraction',
-     'client_lr_decay', 'client_learning_rate', 'fedprox_mu'),
+     'client_lr_decay', 'client_learning_rate', 'fedprox_mu', 'personal_learning_rate'),
     _algorithm_settings_are_valid,
 )
 
@@ -429,6 +434,8 @@ def main(argv):
           **({'fedplus_sigma': _FEDPLUS_SIGMA.value, 'fedplus_delta': _FEDPLUS_DELTA.value,
               'local_init_mixing': _LOCAL_INIT_MIXING.value} if _ALGORITHM.value.startswith('fedplus_') else {}),
           **({'fedprox_mu': _FEDPROX_MU.value} if _ALGORITHM.value == 'fedprox' else {}),
+          **({'personal_learning_rate': _PERSONAL_LEARNING_RATE.value}
+             if _PERSONAL_LEARNING_RATE.value is not None else {}),
           **({'minibatch_fraction': _MINIBATCH_FRACTION.value} if _MINIBATCH_FRACTION.value is not None else {}),
           **({'straggler_fraction': _STRAGGLER_FRACTION.value} if _STRAGGLER_FRACTION.value > 0 else {}),
           **({'channel': _CHANNEL.value, 'snr_db': _SNR_DB.value, 'flip_probability': _FLIP_PROBABILITY.value}

@@ -160,6 +160,9 @@ def flag_values():
         ('--fedprox_mu=-1', 'fedprox_mu'),
         ('--algorithm=fedprox --client_learning_rate=0.5 --fedprox_mu=2', r'client_learning_rate \* fedprox_mu < 1'),
         ('--algorithm=fedprox --corruption=omniscient', 'fedprox does not support update corruption'),
+        ('--algorithm=personalized_rfa --personal_learning_rate=-1', 'personal_learning_rate'),
+        ('--algorithm=personalized_rfa --personal_learning_rate=inf', 'personal_learning_rate must be finite'),
+        ('--algorithm=fedavg --personal_learning_rate=0.01', 'personal_learning_rate applies to personalized_rfa'),
         ('--minibatch_fraction=0', 'minibatch_fraction'),
         ('--minibatch_fraction=1.5', 'minibatch_fraction'),
         ('--algorithm=fedavg --minibatch_fraction=0.1', '--minibatch_fraction applies to --algorithm=fedsgd'),
@@ -274,6 +277,22 @@ def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
   states = os.listdir(tmp_path / 'run' / 'client_states')
   assert 5 <= len(states) <= 10  # the clients sampled in 3 rounds of 5 out of 10, each stored once
 
+
+
+def test_personal_learning_rate_sets_the_personal_step(tmp_path):
+  """At --personal_learning_rate=0 the personal offsets u_i stay 0, while the default step moves them."""
+  for name, extra in (('frozen', ('--personal_learning_rate=0',)), ('paper', ())):
+    result = train_runs.train(tmp_path, '--task=digits_personal', '--algorithm=personalized_rfa', '--total_rounds=2',
+                              '--rounds_per_eval=2', '--clients_per_round=5', *extra, name=name)
+    assert result.returncode == 0, result.stderr[-3000:]
+  norms = {}
+  for name in ('frozen', 'paper'):
+    directory = tmp_path / name / 'client_states'
+    norms[name] = [sum(float(np.abs(leaf).sum()) for leaf in np.load(directory / f).values())
+                   for f in os.listdir(directory) if f.endswith('.npz')]
+  assert norms['frozen'] and max(norms['frozen']) == 0.0
+  assert min(norms['paper']) > 0.0
+  assert train_runs.outputs(tmp_path, 'frozen')[0]['personal_learning_rate'] == 0.0
 
 
 def test_fedprox_trains_two_rounds_with_its_proximal_strength(tmp_path):

@@ -3,6 +3,7 @@
 import collections
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -31,12 +32,12 @@ def _gradient(w, xb, yb):
   return 2.0 / len(xb) * xb.T @ (xb @ w - yb)
 
 
-def _numpy_round(global_model, offsets, arrays, num_passes=3, smoothing=1e-6):
+def _numpy_round(global_model, offsets, arrays, personal_learning_rate, num_passes=3, smoothing=1e-6):
   """Algorithm 4: u-steps with w fixed, then w-steps with the new u fixed; GM of the shared models."""
   new_offsets, shared_models, counts = [], [], []
   for (x, y), u in zip(arrays, offsets):
     for xb, yb in _batches(x, y):
-      u = u - _LEARNING_RATE * _gradient(global_model + u, xb, yb)
+      u = u - personal_learning_rate * _gradient(global_model + u, xb, yb)
     w = global_model
     for xb, yb in _batches(x, y):
       w = w - _LEARNING_RATE * _gradient(w + u, xb, yb)
@@ -50,12 +51,17 @@ def _numpy_round(global_model, offsets, arrays, num_passes=3, smoothing=1e-6):
   return median.reshape(global_model.shape), new_offsets
 
 
-def test_two_rounds_match_the_numpy_reference():
+@pytest.mark.parametrize('personal_learning_rate', [None, 0.01])
+def test_two_rounds_match_the_numpy_reference(personal_learning_rate):
+  """None: the paper's single step size gamma; 0.01: a personal step of its own (`personal_optimizer_fn`)."""
   arrays = _arrays()
   datasets = [tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x, y=y)).batch(_BATCH)
               for x, y in arrays]
   process = personalized_rfa.build_personalized_rfa_process(
-      synthetic_regression.model_fn, tff.learning.optimizers.build_sgdm(learning_rate=_LEARNING_RATE)
+      synthetic_regression.model_fn, tff.learning.optimizers.build_sgdm(learning_rate=_LEARNING_RATE),
+      personal_optimizer_fn=None if personal_learning_rate is None else tff.learning.optimizers.build_sgdm(
+          learning_rate=personal_learning_rate
+      ),
   )
   state = process.initialize()
   client_states = [process.initial_client_state(state)] * len(arrays)
@@ -64,7 +70,9 @@ def test_two_rounds_match_the_numpy_reference():
   for _ in range(2):
     output = process.next(state, datasets, client_states)
     state, client_states = output.state, output.client_states
-    expected_global, expected_offsets = _numpy_round(expected_global, expected_offsets, arrays)
+    expected_global, expected_offsets = _numpy_round(
+        expected_global, expected_offsets, arrays, personal_learning_rate or _LEARNING_RATE
+    )
   global_weights = process.get_model_weights(state)
   np.testing.assert_allclose(global_weights.trainable[0], expected_global, atol=1e-4)
   for actual, expected in zip(client_states, expected_offsets):

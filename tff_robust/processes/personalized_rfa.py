@@ -9,6 +9,10 @@ u_i. Because grad_u f(w + u) = grad f(w + u), step 1 is local training of the su
 w + u_i, and step 2 continues it from the same point; u_i' = (after step 1) - w, and the shared model
 moves by (after step 2) - (after step 1). Each step has its own, freshly initialised, optimizer state.
 tau is one pass over the client's dataset as the task batches it (so twice FedAvg's local computation).
+
+The paper uses one step size gamma for both steps. `personal_optimizer_fn` optionally gives step 1 its own
+(an extension, not in the paper): a smaller personal step bounds how far u_i can move from the shared model
+in a round, e.g. towards a corrupted device's data.
 """
 
 from typing import Optional
@@ -31,21 +35,26 @@ def build_personalized_rfa_process(
     smoothing: float = 1e-6,
     mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator=tff.learning.metrics.sum_then_finalize,
+    personal_optimizer_fn: Optional[tff.learning.optimizers.Optimizer] = None,
 ) -> stateful_clients.StatefulClientProcess:
   """Builds personalized RFA; client state = the personal offset u_i (the trainable weights' structure).
 
   Args:
     model_fn: no-arg callable returning a `tff.learning.models.VariableModel`.
-    client_optimizer_fn: a `tff.learning.optimizers.Optimizer` for both local steps (gamma).
+    client_optimizer_fn: a `tff.learning.optimizers.Optimizer` for the shared step (gamma), and for the
+      personal step unless `personal_optimizer_fn` is given.
     server_optimizer_fn: applied to the geometric median of the shared updates; defaults to SGD with
       learning rate 1.
     num_passes, smoothing, mean_factory: of RFA's aggregator (`rfa.rfa_aggregator`); alpha_i = examples.
     metrics_aggregator: as for `tff.learning.algorithms.build_weighted_fed_avg`; the metrics cover both
       local steps.
+    personal_optimizer_fn: the personal step's optimizer; None (the paper): `client_optimizer_fn`.
 
   Returns:
     A `StatefulClientProcess`; a client's personal model is w + u_i.
   """
+  if personal_optimizer_fn is None:
+    personal_optimizer_fn = client_optimizer_fn
   aggregator = rfa.rfa_aggregator(num_passes=num_passes, smoothing=smoothing, mean_factory=mean_factory)
   if server_optimizer_fn is None:
     server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
@@ -60,7 +69,7 @@ def build_personalized_rfa_process(
       start = tff.learning.models.ModelWeights(
           trainable=[w + u for w, u in zip(global_trainable, offset)], non_trainable=non_trainable
       )
-      personal, _, _ = local_training.train_locally(model, client_optimizer_fn, start, dataset)
+      personal, _, _ = local_training.train_locally(model, personal_optimizer_fn, start, dataset)
       after_shared, num_examples, metrics = local_training.train_locally(
           model, client_optimizer_fn,
           tff.learning.models.ModelWeights(trainable=list(personal), non_trainable=non_trainable), dataset,

@@ -51,6 +51,7 @@ class AlgorithmConfig:
   server_learning_rate: float = 1.0
   rfa_num_passes: int = 3
   rfa_smoothing: float = 1e-6
+  personal_learning_rate: Optional[float] = None  # personalized_rfa's personal step; None: client_learning_rate
   trim_fraction: float = 0.1
   num_byzantine: int = 1
   num_selected: Optional[int] = None  # multi-Krum; None means m - num_byzantine
@@ -146,7 +147,8 @@ def check_settings(
   Builds no TFF computation, so a runner can reject a configuration before any compute is spent: an unknown
   name, a cohort of `clients_per_round` too small for a gather-based rule, an update attack on an algorithm
   whose client work has no corruption flag (`delta_fl`, `fedsgd`, the stateful and sign-vote algorithms), a
-  sign-vote algorithm without `clients_per_round`, and the channel's parameters.
+  sign-vote algorithm without `clients_per_round`, the channel's parameters, and a personal learning rate
+  outside [0, inf) or for an algorithm other than `personalized_rfa`.
   """
   aggregator = model_aggregator(name, config)
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
@@ -156,6 +158,10 @@ def check_settings(
     raise ValueError(f'{name} does not support update corruption ({update_attack!r}); use data corruption')
   if name == 'fedprox':
     fedplus_learning_rate_for_fedprox(config.client_learning_rate, config.fedprox_mu)
+  if config.personal_learning_rate is not None and name != 'personalized_rfa':
+    raise ValueError(f'personal_learning_rate applies to personalized_rfa, not {name}')
+  if config.personal_learning_rate is not None and not 0 <= config.personal_learning_rate < float('inf'):
+    raise ValueError(f'personal_learning_rate must be finite and >= 0, got {config.personal_learning_rate}')
   if name in INDEXED_ALGORITHM_NAMES:
     if clients_per_round is None:
       raise ValueError(f'{name} needs clients_per_round: the number of devices, all of which train every round')
@@ -187,7 +193,8 @@ def build_learning_process(
 
   The `STATEFUL_ALGORITHM_NAMES` return a `StatefulClientProcess`: `fedplus_<variant>` is
   `build_fedplus_process` (sigma, delta, lambda = local_init_mixing, the paper's unweighted mean),
-  `personalized_rfa` is `build_personalized_rfa_process` (RFA's passes and smoothing), `local_only` is
+  `personalized_rfa` is `build_personalized_rfa_process` (RFA's passes and smoothing; the personal step
+  at `personal_learning_rate` when set, else at the client learning rate as in the paper), `local_only` is
   Fed+ with sigma = 0 and lambda = 0 (Table 1: local training, the global model plays no part) and `fedprox`
   is FedProx (Li et al. 2020, Algorithm 2 with SGD as the local solver, the example-weighted mean of the
   FedProx code) with proximal strength mu = `fedprox_mu` and learning rate `client_learning_rate`: Fed+
@@ -225,6 +232,9 @@ def build_learning_process(
     return personalized_rfa.build_personalized_rfa_process(
         model_fn, client_optimizer, server_optimizer, num_passes=config.rfa_num_passes,
         smoothing=config.rfa_smoothing,
+        personal_optimizer_fn=None if config.personal_learning_rate is None else tff.learning.optimizers.build_sgdm(
+            learning_rate=config.personal_learning_rate
+        ),
     )
   if name == 'mtfeel':
     return mtfeel.build_mtfeel_process(

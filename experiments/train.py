@@ -422,6 +422,7 @@ def main(argv):
       show_progress=_PROGRESS_BAR.value,
       rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
       cohort_transform=_cohort_transform(),
+      corrupted_client_ids=corrupted,
       client_learning_rate_schedule=None if _CLIENT_LR_DECAY.value == 1.0 else schedules.step_decay(
           flags.FLAGS.client_learning_rate, _CLIENT_LR_DECAY.value, _CLIENT_LR_DECAY_ROUNDS.value
       ),
@@ -444,6 +445,7 @@ def main(argv):
   )
   headline = {k: v for k, v in summary.items() if k in ('eval/accuracy', 'eval/mse', 'eval/loss', 'eval/error_mean',
                                                           'eval/error_p90', 'personal/loss_mean', 'personal/error_mean',
+                                                          'personal_honest/error_mean', 'personal_corrupted/error_mean',
                                                           'rounds', 'secure_average_calls')}
   print(f'{_ALGORITHM.value} on {_TASK.value}: {headline}')
   print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from tests.experiments import train_runs
+from tff_robust.simulation import corruption
+from tff_robust.simulation import tasks
 
 
 def test_rfa_on_digits_reaches_90_percent_with_default_settings(tmp_path):
@@ -293,6 +295,23 @@ def test_personal_learning_rate_sets_the_personal_step(tmp_path):
   assert norms['frozen'] and max(norms['frozen']) == 0.0
   assert min(norms['paper']) > 0.0
   assert train_runs.outputs(tmp_path, 'frozen')[0]['personal_learning_rate'] == 0.0
+
+
+def test_corrupted_runs_report_honest_and_corrupted_clients_apart(tmp_path):
+  """personal_honest/* and personal_corrupted/* are the personal distribution over each part of the clients."""
+  result = train_runs.train(tmp_path, '--task=digits_personal', '--algorithm=personalized_rfa', '--total_rounds=1',
+                            '--clients_per_round=5', '--corruption=data', '--corruption_fraction=0.25', '--seed=3')
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, _ = train_runs.outputs(tmp_path)
+  task = tasks.create_task('digits_personal', client_epochs=1, client_batch_size=16, seed=3)
+  corrupted = corruption.select_corrupted_clients(task, 0.25, 3)
+  with open(tmp_path / 'run' / 'devices.csv') as f:
+    errors = {row['device_id']: float(row['error']) for row in csv.DictReader(f) if row['group'] == 'personal'}
+  assert 0 < len(corrupted) < len(errors)
+  assert summary['personal_corrupted/error_mean'] == pytest.approx(np.mean([errors[c] for c in corrupted]))
+  assert summary['personal_honest/error_mean'] == pytest.approx(
+      np.mean([e for c, e in errors.items() if c not in corrupted])
+  )
 
 
 def test_fedprox_trains_two_rounds_with_its_proximal_strength(tmp_path):

@@ -6,7 +6,7 @@ import csv
 import json
 import os
 import time
-from typing import Callable, Optional
+from typing import Callable, Collection, Optional
 
 import numpy as np
 import tensorflow_federated as tff
@@ -55,6 +55,7 @@ def run_training(
     rounds_per_checkpoint: int = 0,
     client_learning_rate_schedule: Optional[Callable[[int], float]] = None,
     cohort_transform: Optional[client_pipelines.CohortTransform] = None,
+    corrupted_client_ids: Collection[str] = frozenset(),
 ) -> dict[str, float]:
   """Trains for `total_rounds` rounds and writes `metrics.csv`, TensorBoard logs and `summary.json`.
 
@@ -74,7 +75,9 @@ def run_training(
   `ClientStateStore` in `<output_dir>/client_states` and writes them back after the round. Tasks with
   `personal_test_data` get the distribution of each client's own model on its own held-out data
   (`personal/loss_mean`, `personal/error_p90`, ...): the personal models of a stateful process, the global
-  model otherwise.
+  model otherwise. With `corrupted_client_ids` (the clients a corruption chose), the same distribution is
+  also released for the honest and the corrupted clients apart (`personal_honest/error_mean`,
+  `personal_corrupted/error_mean`, ...; `evaluation.split_by_membership`).
 
   With `rounds_per_checkpoint` > 0 the run is checkpointed every that many rounds in
   `<output_dir>/checkpoints` (`checkpoints.RunCheckpointer`: server state, sampler RNG, counters and client
@@ -175,7 +178,9 @@ def run_training(
     if client_learning_rate_schedule is not None:
       released['client_learning_rate'] = client_learning_rate_schedule(round_num)
     if round_num % rounds_per_eval == 0 or round_num == total_rounds:
-      evaluated, device_metrics = _evaluate(process, task, state, store, personal_evaluator, client_ids)
+      evaluated, device_metrics = _evaluate(
+          process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
+      )
       released.update(evaluated)
     _release(release_managers, released, round_num)
     progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
@@ -185,10 +190,13 @@ def run_training(
           round_seconds=np.asarray(round_seconds, np.float64),
       ))
   if first_round > total_rounds:  # resumed from a checkpoint of the last round: the run had finished
-    released, device_metrics = _evaluate(process, task, state, store, personal_evaluator, client_ids)
+    released, device_metrics = _evaluate(
+        process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
+    )
     released.update(_last_released_row(csv_path, total_rounds))
   summary = collections.OrderedDict(
-      (key, value) for key, value in released.items() if key.startswith(('eval/', 'train/', 'personal/'))
+      (key, value) for key, value in released.items()
+      if key.startswith(('eval/', 'train/', 'personal/', 'personal_honest/', 'personal_corrupted/'))
   )
   summary.update(
       rounds=total_rounds,
@@ -207,8 +215,9 @@ def run_training(
   return summary
 
 
-def _evaluate(process, task, state, store, personal_evaluator, client_ids) -> tuple[dict, dict]:
-  """(released `eval/*`, per-device and `personal/*` metrics; the per-device results) of the global model.
+def _evaluate(process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids) -> tuple[
+    dict, dict]:
+  """(released `eval/*`, per-device and `personal*/*` metrics; the per-device results) of the global model.
 
   A process without a global model (MtFEEL) has only the `personal/*` metrics of its devices' models.
   """
@@ -222,6 +231,10 @@ def _evaluate(process, task, state, store, personal_evaluator, client_ids) -> tu
   if personal_evaluator is not None:
     device_metrics.update(personal_evaluator(_personal_weights(process, state, store, model_weights, client_ids)))
   released.update(evaluation.distribution_summary(device_metrics))
+  if corrupted_client_ids and 'personal' in device_metrics:
+    released.update(evaluation.distribution_summary(
+        evaluation.split_by_membership('personal', device_metrics['personal'], corrupted_client_ids)
+    ))
   return released, device_metrics
 
 

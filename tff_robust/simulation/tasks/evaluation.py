@@ -9,7 +9,7 @@ the inverted-CDF weighted quantiles of `tff_robust.core.superquantile.weighted_q
 
 import collections
 import dataclasses
-from typing import Callable, Optional
+from typing import Callable, Collection, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -186,6 +186,24 @@ def distribution_summary(results: dict[str, DeviceMetrics]) -> dict[str, float]:
             if finite.any() else float('nan')
         )
   return summary
+
+
+def split_by_membership(group: str, metrics: DeviceMetrics, members: Collection[str]) -> dict[str, DeviceMetrics]:
+  """{'<group>_honest': the devices not in `members`, '<group>_corrupted': those in it} of one group's results.
+
+  For `distribution_summary` of each part, e.g. the personal models of the clients a corruption chose and of
+  the others. A part with no device is left out.
+  """
+  inside = np.array([device_id in members for device_id in metrics.device_ids], bool)
+  parts = collections.OrderedDict()
+  for name, mask in ((f'{group}_honest', ~inside), (f'{group}_corrupted', inside)):
+    if mask.any():
+      parts[name] = DeviceMetrics(
+          device_ids=[device_id for device_id, keep in zip(metrics.device_ids, mask) if keep],
+          num_examples=metrics.num_examples[mask], loss=metrics.loss[mask],
+          error=None if metrics.error is None else metrics.error[mask], weighted=metrics.weighted,
+      )
+  return parts
 
 
 def device_rows(results: dict[str, DeviceMetrics]) -> list[dict]:

@@ -117,12 +117,12 @@ def test_personal_evaluator_scores_each_client_with_its_own_model():
     assert results.error[index] == pytest.approx(error, abs=1e-6)
 
 
-def test_split_by_membership_separates_honest_from_corrupted_devices():
+def test_split_honest_and_corrupted_separates_the_two_parts():
   metrics = evaluation.DeviceMetrics(
       device_ids=['a', 'b', 'c', 'd'], num_examples=np.array([1.0, 2.0, 3.0, 4.0]),
       loss=np.array([0.1, 0.2, 0.3, 0.4]), error=np.array([0.0, 0.5, 1.0, 0.25]), weighted=False,
   )
-  parts = evaluation.split_by_membership('personal', metrics, frozenset({'b', 'd', 'not_a_device'}))
+  parts = evaluation.split_honest_and_corrupted('personal', metrics, frozenset({'b', 'd', 'not_a_device'}))
   assert list(parts) == ['personal_honest', 'personal_corrupted']
   assert parts['personal_honest'].device_ids == ['a', 'c'] and parts['personal_corrupted'].device_ids == ['b', 'd']
   np.testing.assert_array_equal(parts['personal_corrupted'].num_examples, [2.0, 4.0])
@@ -130,4 +130,4 @@ def test_split_by_membership_separates_honest_from_corrupted_devices():
   summary = evaluation.distribution_summary(parts)
   assert summary['personal_honest/error_mean'] == pytest.approx(0.5)  # unweighted, as the whole group
   assert summary['personal_corrupted/error_mean'] == pytest.approx(0.375)
-  assert list(evaluation.split_by_membership('personal', metrics, frozenset())) == ['personal_honest']
+  assert list(evaluation.split_honest_and_corrupted('personal', metrics, frozenset())) == ['personal_honest']

@@ -77,7 +77,7 @@ def run_training(
   (`personal/loss_mean`, `personal/error_p90`, ...): the personal models of a stateful process, the global
   model otherwise. With `corrupted_client_ids` (the clients a corruption chose), the same distribution is
   also released for the honest and the corrupted clients apart (`personal_honest/error_mean`,
-  `personal_corrupted/error_mean`, ...; `evaluation.split_by_membership`).
+  `personal_corrupted/error_mean`, ...; `evaluation.split_honest_and_corrupted`).
 
   With `rounds_per_checkpoint` > 0 the run is checkpointed every that many rounds in
   `<output_dir>/checkpoints` (`checkpoints.RunCheckpointer`: server state, sampler RNG, counters and client
@@ -233,7 +233,7 @@ def _evaluate(process, task, state, store, personal_evaluator, client_ids, corru
   released.update(evaluation.distribution_summary(device_metrics))
   if corrupted_client_ids and 'personal' in device_metrics:
     released.update(evaluation.distribution_summary(
-        evaluation.split_by_membership('personal', device_metrics['personal'], corrupted_client_ids)
+        evaluation.split_honest_and_corrupted('personal', device_metrics['personal'], corrupted_client_ids)
     ))
   return released, device_metrics
 

@@ -188,13 +188,15 @@ def distribution_summary(results: dict[str, DeviceMetrics]) -> dict[str, float]:
   return summary
 
 
-def split_by_membership(group: str, metrics: DeviceMetrics, members: Collection[str]) -> dict[str, DeviceMetrics]:
-  """{'<group>_honest': the devices not in `members`, '<group>_corrupted': those in it} of one group's results.
+def split_honest_and_corrupted(
+    group: str, metrics: DeviceMetrics, corrupted_ids: Collection[str]
+) -> dict[str, DeviceMetrics]:
+  """{'<group>_honest': the devices not in `corrupted_ids`, '<group>_corrupted': those in it} of one group.
 
   For `distribution_summary` of each part, e.g. the personal models of the clients a corruption chose and of
   the others. A part with no device is left out.
   """
-  inside = np.array([device_id in members for device_id in metrics.device_ids], bool)
+  inside = np.array([device_id in corrupted_ids for device_id in metrics.device_ids], bool)
   parts = collections.OrderedDict()
   for name, mask in ((f'{group}_honest', ~inside), (f'{group}_corrupted', inside)):
     if mask.any():

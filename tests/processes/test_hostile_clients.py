@@ -11,7 +11,7 @@ metrics count the hostile clients exactly.
 What is counted, per process:
   - NaN or Inf features make the loss and the local training non-finite, huge features the local training.
     Processes with TFF's model-delta client work (RFA, one-step RFA, FedAvg, the gather-based baselines,
-    norm clipping) and the stateful ones (Fed+, local-only, personalized RFA) leave these three clients out
+    norm clipping), FedProx (whose client work leaves them out the same way) and the stateful ones (Fed+, local-only, personalized RFA) leave these three clients out
     (zero update, weight 0; a stateful client keeps its previous state) and count them in
     `client_work/num_nonfinite_updates` = 3; their robust aggregator then never sees a non-finite value,
     so its own `num_nonfinite_clients` is 0 (it is the second line of defence). Delta-FL evaluates the
@@ -112,6 +112,7 @@ _LEARNING_PROCESSES = {
         name: (lambda name=name: algorithms.build_learning_process(name, small_model.model_fn, _CONFIG), expected)
         for name, expected in [
             ('fedavg', _TFF_CLIENT_WORK),
+            ('fedprox', _TFF_CLIENT_WORK),
             ('norm_clipping', _TFF_CLIENT_WORK),
             ('coordinate_median', _GATHERING),
             ('trimmed_mean', _GATHERING),

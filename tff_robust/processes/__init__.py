@@ -3,6 +3,7 @@
 from tff_robust.processes.rfa import build_rfa_process
 from tff_robust.processes.delta_fl import build_delta_fl_process
 from tff_robust.processes.fedplus import build_fedplus_process
+from tff_robust.processes.fedprox import build_fedprox_process
 from tff_robust.processes.personalized_rfa import build_personalized_rfa_process
 from tff_robust.processes.dde import build_dde_process
 from tff_robust.processes.mtfeel import build_mtfeel_process

@@ -36,6 +36,18 @@ def compose_with_fedavg_parts(
   )
 
 
+def with_fedavg_defaults(server_optimizer_fn, model_aggregator, metrics_aggregator):
+  """The three arguments, each None replaced by `build_weighted_fed_avg`'s default: server SGD with learning
+  rate 1, `tff.aggregators.MeanFactory()`, `tff.learning.metrics.sum_then_finalize`."""
+  if server_optimizer_fn is None:
+    server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
+  if model_aggregator is None:
+    model_aggregator = tff.aggregators.MeanFactory()
+  if metrics_aggregator is None:
+    metrics_aggregator = tff.learning.metrics.sum_then_finalize
+  return server_optimizer_fn, model_aggregator, metrics_aggregator
+
+
 def count_nonfinite_updates(
     client_work: tff.learning.templates.ClientWorkProcess,
 ) -> tff.learning.templates.ClientWorkProcess:
@@ -96,12 +108,9 @@ def build_fed_avg_process(
   `tff.learning.models.FunctionalModel`; the server optimizer defaults to SGD with learning rate 1 and the
   aggregator to `tff.aggregators.MeanFactory()`, as in TFF.
   """
-  if server_optimizer_fn is None:
-    server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
-  if model_aggregator is None:
-    model_aggregator = tff.aggregators.MeanFactory()
-  if metrics_aggregator is None:
-    metrics_aggregator = tff.learning.metrics.sum_then_finalize
+  server_optimizer_fn, model_aggregator, metrics_aggregator = with_fedavg_defaults(
+      server_optimizer_fn, model_aggregator, metrics_aggregator
+  )
   functional = isinstance(model_fn, tff.learning.models.FunctionalModel)
   if functional:
 

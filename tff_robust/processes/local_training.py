@@ -1,4 +1,4 @@
-"""Local minibatch training of a `VariableModel` from given weights, optionally with Fed+'s proximal mix."""
+"""Local minibatch training of a `VariableModel` from given weights, optionally pulled toward an anchor."""
 
 import collections
 from typing import Optional
@@ -29,18 +29,27 @@ def train_locally(
     *,
     anchor=None,
     kappa: Optional[float] = None,
+    proximal_strength: Optional[float] = None,
 ):
   """One optimizer step per batch of `dataset`, from `start`; returns (trainable weights, examples, metrics).
 
-  With `anchor` (a structure like the trainable weights) every step is Fed+'s two-step rule, eq. (14):
-      w <- kappa * step(w) + (1 - kappa) * anchor,
-  which for SGD with learning rate eta and kappa = 1 / (1 + eta sigma) is gradient descent with step
-  eta kappa on f_k(w) + (sigma / 2)||w - anchor||^2 (Prop. 1). The optimizer starts from its initial state.
+  `anchor` (a structure like the trainable weights) comes with exactly one of
+    - `kappa`: every step is Fed+'s two-step rule, eq. (14),
+          w <- kappa * step(w) + (1 - kappa) * anchor,
+      which for SGD with learning rate eta and kappa = 1 / (1 + eta sigma) is gradient descent with step
+      eta kappa on f_k(w) + (sigma / 2)||w - anchor||^2 (Prop. 1);
+    - `proximal_strength` mu: the optimizer steps on the gradient of f_k(w) + (mu / 2)||w - anchor||^2,
+          grad f_k(w) + mu (w - anchor)                                    (FedProx, Li et al. 2020, eq. (2)).
+  The optimizer starts from its initial state.
   `metrics` are the model's unfinalized metrics, accumulated on top of what the model already holds.
 
   Weights are assigned, the batches run and the metrics read inside one `tf.function`, so that the
   assignments are ordered before the forward passes in graph mode.
   """
+
+  if (anchor is None) != (kappa is None and proximal_strength is None) or (
+      kappa is not None and proximal_strength is not None):
+    raise ValueError('train_locally needs an anchor with exactly one of kappa and proximal_strength, or none of the three')
 
   @tf.function
   def run(start, dataset, anchor):
@@ -53,8 +62,10 @@ def train_locally(
       with tf.GradientTape() as tape:
         output = model.forward_pass(batch, training=True)
       gradients = tape.gradient(output.loss, trainable)
+      if proximal_strength is not None:
+        gradients = [g + proximal_strength * (w - a) for g, w, a in zip(gradients, trainable, anchor)]
       optimizer_state, stepped = optimizer.next(optimizer_state, tuple(trainable), tuple(gradients))
-      if anchor is not None:
+      if kappa is not None:
         stepped = tf.nest.map_structure(lambda w, a: kappa * w + (1.0 - kappa) * a, list(stepped), list(anchor))
       tf.nest.map_structure(lambda variable, value: variable.assign(value), list(trainable), list(stepped))
       num_examples += tf.cast(output.num_examples, tf.int64)

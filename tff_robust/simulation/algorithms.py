@@ -12,6 +12,7 @@ from tff_robust.aggregators import delta_median
 from tff_robust.processes import composition
 from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
+from tff_robust.processes import fedprox
 from tff_robust.processes import indexed_clients
 from tff_robust.processes import mtfeel
 from tff_robust.processes import personalized_rfa
@@ -28,9 +29,7 @@ ALGORITHM_NAMES = (
     'mtfeel', 'fedsgd', 'signsgd',
 )
 # Algorithms whose clients keep a state between rounds (`StatefulClientProcess`).
-STATEFUL_ALGORITHM_NAMES = (
-    'fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only', 'fedprox',
-)
+STATEFUL_ALGORITHM_NAMES = ('fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only')
 # Algorithms in which every device takes part in every round, knowing its index (`IndexedClientsProcess`).
 INDEXED_ALGORITHM_NAMES = ('mtfeel', 'signsgd')
 # Algorithms whose clients send one gradient of their whole dataset per round (no local epochs).
@@ -118,26 +117,6 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> Optional[tff.aggrega
   raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
 
 
-def fedplus_learning_rate_for_fedprox(learning_rate: float, mu: float) -> float:
-  """The Fed+ client learning rate eta' that makes Fed+ 'fedprox' (lambda = 1, sigma = mu) FedProx with SGD
-  learning rate eta = `learning_rate` on h_k(w) = f_k(w) + (mu/2)||w - w_t||^2 (Li et al. 2020, Algorithm 2).
-
-  Fed+'s step (eq. (14), theta = 0) is w <- kappa (w - eta' grad f_k(w)) + (1 - kappa) w_t with
-  kappa = 1 / (1 + eta' mu), i.e. w <- w - eta' kappa (grad f_k(w) + mu (w - w_t)): FedProx with learning rate
-  eta' kappa (Fed+ Table 1). eta' kappa = eta for eta' = eta / (1 - eta mu), which needs eta mu < 1 (at
-  eta mu >= 1 the proximal step alone overshoots w_t).
-
-  Raises:
-    ValueError: if learning_rate < 0, mu < 0 or learning_rate * mu >= 1.
-  """
-  if learning_rate < 0 or mu < 0 or learning_rate * mu >= 1:
-    raise ValueError(
-        f'fedprox needs client_learning_rate >= 0, fedprox_mu >= 0 and client_learning_rate * fedprox_mu < 1, got '
-        f'client_learning_rate={learning_rate} and fedprox_mu={mu}'
-    )
-  return learning_rate / (1.0 - learning_rate * mu)
-
-
 def check_settings(
     name: str, config: AlgorithmConfig, *, clients_per_round: Optional[int] = None,
     update_attack: Optional[str] = None,
@@ -146,7 +125,8 @@ def check_settings(
 
   Builds no TFF computation, so a runner can reject a configuration before any compute is spent: an unknown
   name, a cohort of `clients_per_round` too small for a gather-based rule, an update attack on an algorithm
-  whose client work has no corruption flag (`delta_fl`, `fedsgd`, the stateful and sign-vote algorithms), a
+  whose client work has no corruption flag (`delta_fl`, `fedsgd`, `fedprox`, the stateful and sign-vote
+  algorithms), a FedProx step that overshoots (client_learning_rate * fedprox_mu >= 1), a
   sign-vote algorithm without `clients_per_round`, the channel's parameters, and a personal learning rate
   outside [0, inf) or for an algorithm other than `personalized_rfa`.
   """
@@ -154,10 +134,16 @@ def check_settings(
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
     aggregator.check_clients_per_round(clients_per_round)
   if update_attack is not None and (
-      name in ('delta_fl', 'fedsgd') or name in STATEFUL_ALGORITHM_NAMES or name in INDEXED_ALGORITHM_NAMES):
+      name in ('delta_fl', 'fedsgd', 'fedprox') or name in STATEFUL_ALGORITHM_NAMES
+      or name in INDEXED_ALGORITHM_NAMES):
     raise ValueError(f'{name} does not support update corruption ({update_attack!r}); use data corruption')
-  if name == 'fedprox':
-    fedplus_learning_rate_for_fedprox(config.client_learning_rate, config.fedprox_mu)
+  learning_rate, mu = config.client_learning_rate, config.fedprox_mu
+  if name == 'fedprox' and not (learning_rate >= 0 and mu >= 0 and learning_rate * mu < 1):
+    raise ValueError(
+        'fedprox needs client_learning_rate >= 0, fedprox_mu >= 0 and client_learning_rate * fedprox_mu < 1 (at '
+        'client_learning_rate * fedprox_mu >= 1 the proximal step alone overshoots w_t), got '
+        f'client_learning_rate={learning_rate} and fedprox_mu={mu}'
+    )
   if config.personal_learning_rate is not None and name != 'personalized_rfa':
     raise ValueError(f'personal_learning_rate applies to personalized_rfa, not {name}')
   if config.personal_learning_rate is not None and not 0 <= config.personal_learning_rate < float('inf'):
@@ -194,13 +180,13 @@ def build_learning_process(
   The `STATEFUL_ALGORITHM_NAMES` return a `StatefulClientProcess`: `fedplus_<variant>` is
   `build_fedplus_process` (sigma, delta, lambda = local_init_mixing, the paper's unweighted mean),
   `personalized_rfa` is `build_personalized_rfa_process` (RFA's passes and smoothing; the personal step
-  at `personal_learning_rate` when set, else at the client learning rate as in the paper), `local_only` is
-  Fed+ with sigma = 0 and lambda = 0 (Table 1: local training, the global model plays no part) and `fedprox`
-  is FedProx (Li et al. 2020, Algorithm 2 with SGD as the local solver, the example-weighted mean of the
-  FedProx code) with proximal strength mu = `fedprox_mu` and learning rate `client_learning_rate`: Fed+
-  variant 'fedprox' with lambda = 1, sigma = mu and weights n_k (Table 1; the learning rate is converted by
-  `fedplus_learning_rate_for_fedprox`). TFF 0.87's `build_weighted_fed_prox` is not used: its proximal term
-  has the wrong sign (NOTES.md).
+  at `personal_learning_rate` when set, else at the client learning rate as in the paper) and `local_only`
+  is Fed+ with sigma = 0 and lambda = 0 (Table 1: local training, the global model plays no part).
+
+  `fedprox` is `tff_robust.processes.fedprox.build_fedprox_process` (Li et al. 2020, Algorithm 2 with SGD
+  as the local solver, the example-weighted mean of the FedProx code) with proximal strength mu =
+  `fedprox_mu` and learning rate `client_learning_rate`. TFF 0.87's `build_weighted_fed_prox` is not used:
+  its proximal term has the wrong sign (NOTES.md).
 
   `fedsgd` is `tff.learning.algorithms.build_fed_sgd` (server SGD with the server learning rate).
   The `INDEXED_ALGORITHM_NAMES` train every one of `clients_per_round` devices in every round and send
@@ -222,11 +208,8 @@ def build_learning_process(
         model_aggregator=aggregator, server_optimizer_fn=server_optimizer,
     )
   if name == 'fedprox':
-    return fedplus.build_fedplus_process(
-        model_fn, tff.learning.optimizers.build_sgdm(
-            learning_rate=fedplus_learning_rate_for_fedprox(config.client_learning_rate, config.fedprox_mu)
-        ), variant='fedprox', sigma=config.fedprox_mu, local_init_mixing=1.0, weighted=True,
-        model_aggregator=aggregator, server_optimizer_fn=server_optimizer,
+    return fedprox.build_fedprox_process(
+        model_fn, config.fedprox_mu, client_optimizer, server_optimizer, model_aggregator=aggregator
     )
   if name == 'personalized_rfa':
     return personalized_rfa.build_personalized_rfa_process(

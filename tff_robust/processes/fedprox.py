@@ -1,0 +1,124 @@
+"""FedProx with the proximal gradient of the right sign: a drop-in for `tff.learning.algorithms.build_weighted_fed_prox`.
+
+FedProx (Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith 2020, Algorithm 2). Each client k of the cohort starts
+from the broadcast global model w_t and takes one optimizer step per batch on the gradient of
+    h_k(w) = f_k(w) + (mu / 2) ||w - w_t||^2,    grad h_k(w) = grad f_k(w) + mu (w - w_t)      (eq. (2)),
+then sends w_t - w_k with weight n_k (examples trained on) or 1; the server applies the weighted mean of
+those updates with its optimizer (SGD with learning rate 1: w_{t+1} = the weighted mean of the w_k).
+mu = 0 is FedAvg. With client SGD at learning rate eta this is Fed+ (Table 1) with theta = 0, lambda = 1,
+sigma = mu and weights n_k at client learning rate eta' = eta / (1 - eta mu), for which eta' kappa = eta.
+
+TFF 0.87's `build_weighted_fed_prox` adds mu (w_t - w) to the gradient instead (its `proximal_client_work`),
+so it pushes clients away from w_t. This process takes its arguments (less `model_distributor` and
+`loop_implementation`) and has the sign of eq. (2).
+"""
+
+import collections
+from typing import Optional
+
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import federated_counting
+from tff_robust.aggregators import structure_math
+from tff_robust.aggregators import type_checks
+from tff_robust.processes import composition
+from tff_robust.processes import local_training
+from tff_robust.processes import model_types
+
+_CLIENT_WEIGHTINGS = (tff.learning.ClientWeighting.NUM_EXAMPLES, tff.learning.ClientWeighting.UNIFORM)
+
+
+def build_fedprox_client_work(
+    model_fn,
+    client_optimizer_fn: tff.learning.optimizers.Optimizer,
+    proximal_strength: float,
+    client_weighting: tff.learning.ClientWeighting,
+    metrics_aggregator,
+) -> tff.learning.templates.ClientWorkProcess:
+  """The client step of FedProx (module docstring) as a stateless `ClientWorkProcess`.
+
+  A client whose update or weight has a NaN or Inf entry is left out as in TFF's model-delta client work
+  (zero update, weight 0, metrics reset) and counted in `num_nonfinite_updates`; `num_empty_datasets`
+  counts clients without data. `train` is `metrics_aggregator` over the cohort's model metrics.
+  """
+  data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
+
+  @tff.tensorflow.computation(weights_type, data_type)
+  def client_update(global_weights, dataset):
+    global_trainable = list(global_weights.trainable)
+    trained, num_examples, metrics = local_training.train_locally(
+        model_fn(), client_optimizer_fn, global_weights, dataset, anchor=global_trainable,
+        proximal_strength=proximal_strength,
+    )
+    update = [g - w for w, g in zip(trained, global_trainable)]  # TFF's sign: applied as a gradient
+    if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
+      weight = tf.cast(num_examples, tf.float32)
+    else:
+      weight = tf.constant(1.0)
+    nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(update), tf.math.is_finite(weight)))
+    result = tff.learning.templates.ClientResult(
+        update=structure_math.zeros_where(nonfinite, update),
+        update_weight=tf.where(nonfinite, tf.zeros_like(weight), weight),
+    )
+    return result, structure_math.zeros_where(nonfinite, metrics), nonfinite
+
+  @tff.federated_computation()
+  def init_fn():
+    return tff.federated_value((), tff.SERVER)
+
+  @tff.federated_computation(
+      init_fn.type_signature.result,
+      tff.FederatedType(weights_type, tff.CLIENTS),
+      tff.FederatedType(data_type, tff.CLIENTS),
+  )
+  def next_fn(state, model_weights, client_data):
+    result, model_metrics, nonfinite = tff.federated_map(client_update, (model_weights, client_data))
+    measurements = collections.OrderedDict(
+        train=metrics_aggregation_fn(model_metrics),
+        num_nonfinite_updates=federated_counting.count_flagged_clients(nonfinite),
+        num_empty_datasets=federated_counting.count_empty_datasets(client_data),
+    )
+    return tff.templates.MeasuredProcessOutput(state, result, tff.federated_zip(measurements))
+
+  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
+
+
+def build_fedprox_process(
+    model_fn,
+    proximal_strength: float,
+    client_optimizer_fn: tff.learning.optimizers.Optimizer,
+    server_optimizer_fn: Optional[tff.learning.optimizers.Optimizer] = None,
+    *,
+    client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    metrics_aggregator=None,
+) -> tff.learning.templates.LearningProcess:
+  """Builds FedProx (module docstring) with `build_weighted_fed_prox`'s arguments and state.
+
+  Args:
+    model_fn: no-arg callable returning a `tff.learning.models.VariableModel`.
+    proximal_strength: mu >= 0 of (mu / 2)||w - w_t||^2 (0: FedAvg).
+    client_optimizer_fn: a `tff.learning.optimizers.Optimizer` for the local steps.
+    server_optimizer_fn: applied to the aggregate; defaults to SGD with learning rate 1.
+    client_weighting: `tff.learning.ClientWeighting.NUM_EXAMPLES` (n_k, the default) or `UNIFORM`.
+    model_aggregator: a `WeightedAggregationFactory`; defaults to `tff.aggregators.MeanFactory()`.
+    metrics_aggregator: defaults to `tff.learning.metrics.sum_then_finalize`.
+
+  Returns:
+    A `tff.learning.templates.LearningProcess`; its metrics `client_work/num_nonfinite_updates` count the
+    clients left out of a round for a non-finite update.
+
+  Raises:
+    ValueError: for a proximal strength or client weighting outside the allowed values.
+  """
+  proximal_strength = type_checks.check_number('proximal_strength', proximal_strength, minimum=0.0)
+  if client_weighting not in _CLIENT_WEIGHTINGS:
+    raise ValueError(f'client_weighting must be one of {_CLIENT_WEIGHTINGS}, got {client_weighting!r}')
+  server_optimizer_fn, model_aggregator, metrics_aggregator = composition.with_fedavg_defaults(
+      server_optimizer_fn, model_aggregator, metrics_aggregator
+  )
+  client_work = build_fedprox_client_work(
+      model_fn, client_optimizer_fn, proximal_strength, client_weighting, metrics_aggregator
+  )
+  return composition.compose_with_fedavg_parts(model_fn, client_work, model_aggregator, server_optimizer_fn)

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.processes import composition
 from tff_robust.processes import fedprox
 from tff_robust.simulation import algorithms
 from tff_robust.simulation.tasks import synthetic_regression
@@ -114,3 +115,24 @@ def test_tff_0_87_fedprox_adds_its_proximal_gradient_with_the_wrong_sign():
   actual = run_learning_process(tff_fedprox, datasets(arrays)).trainable[0]
   np.testing.assert_allclose(actual, numpy_fedprox(arrays, -_MU, LEARNING_RATE), atol=1e-5)
   assert np.max(np.abs(actual - numpy_fedprox(arrays, _MU, LEARNING_RATE))) > 1e-2
+
+
+def test_tff_0_87_fedprox_is_ours_with_the_proximal_strength_negated():
+  """The sign is the only difference: our client work at -mu, composed with FedAvg's parts, is TFF's
+  `build_weighted_fed_prox` at mu, to 1e-6 over three rounds."""
+  client_datasets = datasets(client_arrays())
+  tff_fedprox = tff.learning.algorithms.build_weighted_fed_prox(
+      synthetic_regression.model_fn, proximal_strength=_MU, client_optimizer_fn=sgd(), server_optimizer_fn=sgd(1.0),
+  )
+  negated = composition.compose_with_fedavg_parts(
+      synthetic_regression.model_fn,
+      fedprox.build_fedprox_client_work(
+          synthetic_regression.model_fn, sgd(), -_MU, tff.learning.ClientWeighting.NUM_EXAMPLES,
+          tff.learning.metrics.sum_then_finalize,
+      ),
+      tff.aggregators.MeanFactory(), sgd(1.0),
+  )
+  np.testing.assert_allclose(
+      run_learning_process(negated, client_datasets).trainable[0],
+      run_learning_process(tff_fedprox, client_datasets).trainable[0], atol=1e-6,
+  )

@@ -219,8 +219,17 @@ _LABEL_CONCENTRATION = flags.DEFINE_float(
     f'Tasks: {", ".join(tasks.tasks_accepting("label_concentration"))}.',
     lower_bound=1e-3, upper_bound=1e6,
 )
+_VALIDATION_FRACTION = flags.DEFINE_float(
+    'validation_fraction', None,
+    'Share in (0, 1) of each client\'s examples held out of training as its validation data, which then '
+    'replaces the test data in every evaluation (pooled, devices, personal): for choosing hyperparameters '
+    'without the test data. Unset: train on all, evaluate on the test data. Tasks: '
+    f'{", ".join(tasks.tasks_accepting("validation_fraction"))}.',
+)
 # The task options (`tasks.TASK_OPTIONS`) the runner sets; each reaches the builders that take it.
-_TASK_OPTION_FLAGS = (_L2_REGULARIZATION, _NUM_DEVICES, _SPLIT_SEED, _MAX_EVALUATED_DEVICES, _LABEL_CONCENTRATION)
+_TASK_OPTION_FLAGS = (
+    _L2_REGULARIZATION, _NUM_DEVICES, _SPLIT_SEED, _MAX_EVALUATED_DEVICES, _LABEL_CONCENTRATION, _VALIDATION_FRACTION,
+)
 _CORRUPTION = flags.DEFINE_enum(
     'corruption', 'none', corruption.CORRUPTIONS,
     'Corrupted clients: none; data (the task\'s data poisoning); gaussian or omniscient update poisoning.',
@@ -268,6 +277,10 @@ flags.register_validator(
 flags.register_validator(
     'minibatch_fraction', lambda value: value is None or 0.0 < value <= 1.0,
     message='--minibatch_fraction must be in (0, 1]',
+)
+flags.register_validator(
+    'validation_fraction', lambda value: value is None or 0.0 < value < 1.0,
+    message='--validation_fraction must be in (0, 1)',
 )
 flags.register_validator(
     'root_output_dir', lambda path: bool(path), message='--root_output_dir must be a non-empty path'

@@ -181,6 +181,10 @@ def flag_values():
         ('--label_concentration=inf', 'label_concentration'),
         ('--task=digits_cohorts --label_concentration=100', "--label_concentration applies to the tasks digits, "
          "not 'digits_cohorts'"),
+        ('--validation_fraction=0', r'--validation_fraction must be in \(0, 1\)'),
+        ('--validation_fraction=1', r'--validation_fraction must be in \(0, 1\)'),
+        ('--task=digits_robust --validation_fraction=0.2', "--validation_fraction applies to the tasks digits, "
+         "not 'digits_robust'"),
         ('--task=emnist_cnn_dfl --l2_regularization=0.001',
          "--l2_regularization applies to the tasks sent140_linear, sent140_linear_by_device, emnist_linear_rfa, "
          "emnist_linear_dfl, not 'emnist_cnn_dfl'"),
@@ -250,11 +254,11 @@ def test_task_options_set_reach_the_task_builder_and_unset_ones_stay_its_default
   assert 'l2_regularization' not in kwargs and 'max_evaluated_devices' not in kwargs
   calls.clear()
   flag_values.unparse_flags()
-  flag_values(['train', '--task=digits', '--label_concentration=100'])
+  flag_values(['train', '--task=digits', '--label_concentration=100', '--validation_fraction=0.2'])
   with pytest.raises(StopIteration):
     train.main(['train'])
   (name, kwargs), = calls
-  assert name == 'digits' and kwargs['label_concentration'] == 100.0
+  assert name == 'digits' and kwargs['label_concentration'] == 100.0 and kwargs['validation_fraction'] == 0.2
 
 
 def test_bad_flag_stops_the_binary_before_any_output(tmp_path):

@@ -2,10 +2,13 @@
 
 Works offline: the data ships inside scikit-learn. A fixed `split_seed` holds out a stratified test set and
 gives each client a Dirichlet(`label_concentration`) mixture of the labels, so clients are heterogeneous;
-the held-out set is also split the same way into unseen test devices for per-device evaluation.
+the held-out set is also split the same way into unseen test devices for per-device evaluation. With a
+`validation_fraction`, a share of each client's training examples replaces the held-out set in every
+evaluation, so that hyperparameters can be chosen without touching the test data.
 """
 
 import collections
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -73,6 +76,25 @@ def split_personal_test_data(clients: dict, x_test, y_test, *, split_seed: int =
   return {cid: (x_test[owner == k], y_test[owner == k]) for k, cid in enumerate(client_ids)}
 
 
+def split_validation(clients: dict, fraction: float, *, split_seed: int = 0) -> tuple[dict, dict]:
+  """({client: training part}, {client: validation part}): round(`fraction` n_k) of client k's n_k examples,
+  at least one and at most n_k - 1, drawn without replacement as its validation data.
+
+  Raises:
+    ValueError: if `fraction` is not a number in (0, 1).
+  """
+  if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+    raise ValueError(f'validation_fraction must be a number in (0, 1), got {fraction!r}')
+  rng = np.random.default_rng(split_seed + 3)
+  training, validation = {}, {}
+  for client_id in sorted(clients):
+    x, y = clients[client_id]
+    held = np.zeros(len(y), bool)
+    held[rng.choice(len(y), size=min(max(1, round(fraction * len(y))), len(y) - 1), replace=False)] = True
+    training[client_id], validation[client_id] = (x[~held], y[~held]), (x[held], y[held])
+  return training, validation
+
+
 def _dirichlet_owners(labels, num_owners, concentration, rng):
   """Owner of each example: each label's examples are cut by Dirichlet shares; redrawn until every owner
   holds at least _MIN_EXAMPLES_PER_CLIENT examples (a few draws at most)."""
@@ -115,7 +137,7 @@ def model_fn() -> tff.learning.models.VariableModel:
 
 
 def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_clients: int = 30,
-                label_concentration: float = 0.5) -> base.Task:
+                label_concentration: float = 0.5, validation_fraction: Optional[float] = None) -> base.Task:
   """30 training clients; held-out data pooled (`evaluate`), split into 12 unseen test devices
   (`device_evaluator`) and, separately, over the training clients by their label mixtures
   (`personal_test_data`).
@@ -123,14 +145,24 @@ def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_cl
   `label_concentration` is the Dirichlet concentration of every client's and test device's label mixture: 0.5
   (the default) gives clients dominated by two or three digits; large values give every client nearly the
   population's label mixture, like the RFA paper's EMNIST writers, who each write every character.
+
+  `validation_fraction` in (0, 1) holds that share of each client's examples out of its training data
+  (`split_validation`); its validation parts then stand in for the held-out set everywhere: pooled
+  (`evaluate`), as the `eval` devices (one per client) and as each client's personal test data. No held-out
+  example is then read.
   """
   if not label_concentration > 0 or not np.isfinite(label_concentration):
     raise ValueError(f'label_concentration must be a finite number > 0, got {label_concentration!r}')
   clients, (x_test, y_test) = load_client_arrays(num_clients=num_clients, label_concentration=label_concentration)
+  if validation_fraction is None:
+    test_devices = split_test_devices(x_test, y_test, label_concentration=label_concentration)
+    personal_test_data = split_personal_test_data(clients, x_test, y_test)
+  else:
+    clients, personal_test_data = split_validation(clients, validation_fraction)
+    test_devices = personal_test_data
+    x_test = np.concatenate([x for x, _ in personal_test_data.values()])
+    y_test = np.concatenate([y for _, y in personal_test_data.values()])
   train_data = base.client_data_from_arrays(clients)
-  test_devices = base.client_data_from_arrays(
-      split_test_devices(x_test, y_test, label_concentration=label_concentration)
-  )
   batch = lambda dataset: dataset.batch(256)
   return base.Task(
       'digits', model_fn, train_data,
@@ -139,7 +171,7 @@ def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_cl
       evaluate=evaluation.CentralizedEvaluator(model_fn, base.test_dataset_from_arrays(x_test, y_test), {}),
       device_evaluator=evaluation.DeviceEvaluator(model_fn, {
           'train': evaluation.DeviceGroup(train_data, batch, weighted=True),
-          'eval': evaluation.DeviceGroup(test_devices, batch, weighted=False),
+          'eval': evaluation.DeviceGroup(base.client_data_from_arrays(test_devices), batch, weighted=False),
       }, {}),
-      personal_test_data=base.client_data_from_arrays(split_personal_test_data(clients, x_test, y_test)),
+      personal_test_data=base.client_data_from_arrays(personal_test_data),
   )

@@ -31,7 +31,8 @@ def test_fedprox_is_numpy_fedprox(client_weighting, example_weighted):
   expected = numpy_fedprox(arrays, _MU, LEARNING_RATE, example_weighted=example_weighted)
   np.testing.assert_allclose(actual, expected, atol=1e-5)
   assert np.max(np.abs(expected - numpy_fedprox(arrays, 0.0, LEARNING_RATE, example_weighted=example_weighted))) > 1e-2
-  assert np.max(np.abs(expected - numpy_fedprox(arrays, _MU, LEARNING_RATE, example_weighted=not example_weighted))) > 1e-3
+  other_weighting = numpy_fedprox(arrays, _MU, LEARNING_RATE, example_weighted=not example_weighted)
+  assert np.max(np.abs(expected - other_weighting)) > 1e-3
 
 
 def test_proximal_strength_0_is_tffs_fedavg_with_any_client_optimizer():

@@ -1,4 +1,4 @@
-"""FedProx with the proximal gradient of the right sign: a drop-in for `tff.learning.algorithms.build_weighted_fed_prox`.
+"""FedProx with the proximal gradient of the right sign: a drop-in for TFF's `build_weighted_fed_prox`.
 
 FedProx (Li, Sahu, Zaheer, Sanjabi, Talwalkar, Smith 2020, Algorithm 2). Each client k of the cohort starts
 from the broadcast global model w_t and takes one optimizer step per batch on the gradient of

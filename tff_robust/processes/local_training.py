@@ -45,11 +45,15 @@ def train_locally(
 
   Weights are assigned, the batches run and the metrics read inside one `tf.function`, so that the
   assignments are ordered before the forward passes in graph mode.
-  """
 
+  Raises:
+    ValueError: unless `anchor` comes with exactly one of `kappa` and `proximal_strength`, or none is given.
+  """
   if (anchor is None) != (kappa is None and proximal_strength is None) or (
       kappa is not None and proximal_strength is not None):
-    raise ValueError('train_locally needs an anchor with exactly one of kappa and proximal_strength, or none of the three')
+    raise ValueError(
+        'train_locally needs an anchor with exactly one of kappa and proximal_strength, or none of the three'
+    )
 
   @tf.function
   def run(start, dataset, anchor):

@@ -94,7 +94,7 @@ def build_fedprox_process(
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator=None,
 ) -> tff.learning.templates.LearningProcess:
-  """Builds FedProx (module docstring) with `build_weighted_fed_prox`'s arguments and state.
+  """Builds FedProx (module docstring) with `build_weighted_fed_prox`'s arguments (its client work has no state).
 
   Args:
     model_fn: no-arg callable returning a `tff.learning.models.VariableModel`.

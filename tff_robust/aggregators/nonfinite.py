@@ -6,6 +6,22 @@ import tensorflow_federated as tff
 from tff_robust.aggregators import structure_math
 
 
+def leave_out_if_nonfinite(value, weight, also_checked=()):
+  """TensorFlow: (value, weight) -> (value', weight', nonfinite), the rule every client-side filter shares.
+
+  `nonfinite` is True when a floating entry of `value` or of `also_checked` (e.g. a client's new state) is
+  NaN or Inf, or `weight` is not finite; then value' = 0 and weight' = 0, otherwise both pass unchanged.
+  Integer tensors cannot be non-finite and are skipped.
+  """
+  floats = [t for t in tf.nest.flatten([value, also_checked]) if t.dtype.is_floating]
+  nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(floats), tf.math.is_finite(weight)))
+  return (
+      structure_math.zeros_where(nonfinite, value),
+      tf.where(nonfinite, tf.zeros_like(weight), weight),
+      nonfinite,
+  )
+
+
 def build_drop_nonfinite(value_type, weight_type) -> tff.tensorflow.computation:
   """A TensorFlow computation (value, weight) -> (value', weight', flag).
 
@@ -15,11 +31,7 @@ def build_drop_nonfinite(value_type, weight_type) -> tff.tensorflow.computation:
 
   @tff.tensorflow.computation(value_type, weight_type)
   def drop_nonfinite(value, weight):
-    nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(value), tf.math.is_finite(weight)))
-    return (
-        structure_math.zeros_where(nonfinite, value),
-        tf.where(nonfinite, tf.zeros_like(weight), weight),
-        tf.cast(nonfinite, tf.int32),
-    )
+    value, weight, nonfinite = leave_out_if_nonfinite(value, weight)
+    return value, weight, tf.cast(nonfinite, tf.int32)
 
   return drop_nonfinite

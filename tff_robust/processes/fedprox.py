@@ -20,6 +20,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import federated_counting
+from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.processes import composition
@@ -56,12 +57,9 @@ def build_fedprox_client_work(
       weight = tf.cast(num_examples, tf.float32)
     else:
       weight = tf.constant(1.0)
-    nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(update), tf.math.is_finite(weight)))
-    result = tff.learning.templates.ClientResult(
-        update=structure_math.zeros_where(nonfinite, update),
-        update_weight=tf.where(nonfinite, tf.zeros_like(weight), weight),
-    )
-    return result, structure_math.zeros_where(nonfinite, metrics), nonfinite
+    update, weight, left_out = nonfinite.leave_out_if_nonfinite(update, weight)
+    result = tff.learning.templates.ClientResult(update=update, update_weight=weight)
+    return result, structure_math.zeros_where(left_out, metrics), left_out
 
   @tff.federated_computation()
   def init_fn():
@@ -73,10 +71,10 @@ def build_fedprox_client_work(
       tff.FederatedType(data_type, tff.CLIENTS),
   )
   def next_fn(state, model_weights, client_data):
-    result, model_metrics, nonfinite = tff.federated_map(client_update, (model_weights, client_data))
+    result, model_metrics, left_out = tff.federated_map(client_update, (model_weights, client_data))
     measurements = collections.OrderedDict(
         train=metrics_aggregation_fn(model_metrics),
-        num_nonfinite_updates=federated_counting.count_flagged_clients(nonfinite),
+        num_nonfinite_updates=federated_counting.count_flagged_clients(left_out),
         num_empty_datasets=federated_counting.count_empty_datasets(client_data),
     )
     return tff.templates.MeasuredProcessOutput(state, result, tff.federated_zip(measurements))

@@ -24,6 +24,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import federated_counting
+from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import structure_math
 from tff_robust.processes import model_types
 
@@ -121,18 +122,17 @@ def build_stateful_client_process(
   @tff.tensorflow.computation(*output_types, client_state_type)
   def leave_out_if_nonfinite(update, weight, new_client_state, model_metrics, client_state):
     """A non-finite (update, weight, new state) becomes (zeros, 0, the previous state) with zero metrics."""
-    floats = [t for t in tf.nest.flatten([update, new_client_state]) if t.dtype.is_floating]
-    nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(floats), tf.math.is_finite(weight)))
+    update, weight, left_out = nonfinite.leave_out_if_nonfinite(update, weight, new_client_state)
     kept_state = tf.nest.pack_sequence_as(new_client_state, [
-        tf.where(nonfinite, previous, new)
+        tf.where(left_out, previous, new)
         for previous, new in zip(tf.nest.flatten(client_state), tf.nest.flatten(new_client_state))
     ])
     return (
-        structure_math.zeros_where(nonfinite, update),
-        tf.where(nonfinite, tf.zeros_like(weight), weight),
+        update,
+        weight,
         kept_state,
-        structure_math.zeros_where(nonfinite, model_metrics),
-        tf.cast(nonfinite, tf.int32),
+        structure_math.zeros_where(left_out, model_metrics),
+        tf.cast(left_out, tf.int32),
     )
 
   @tff.tensorflow.computation

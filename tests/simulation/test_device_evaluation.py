@@ -107,12 +107,12 @@ def test_personal_evaluator_scores_each_client_with_its_own_model():
   models = [tff.learning.models.ModelWeights(
       trainable=[rng.normal(size=w.shape).astype(np.float32) for w in template.trainable], non_trainable=[])
       for _ in range(2)]
-  first = sorted(arrays)[0]
-  results = evaluator(lambda cid: models[0] if cid == first else models[1])['personal']
+  model_of = {cid: models[index % 2] for index, cid in enumerate(sorted(arrays))}  # alternating weights
+  results = evaluator(model_of.__getitem__)['personal']
   assert results.device_ids == sorted(arrays) and not results.weighted
   for index, client_id in enumerate(results.device_ids):
     x, y = arrays[client_id]
-    loss, error = _numpy_mlp_metrics(models[0 if client_id == first else 1].trainable, x, y)
+    loss, error = _numpy_mlp_metrics(model_of[client_id].trainable, x, y)
     assert results.loss[index] == pytest.approx(loss, rel=1e-4)
     assert results.error[index] == pytest.approx(error, abs=1e-6)
 

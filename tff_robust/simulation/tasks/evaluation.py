@@ -21,13 +21,15 @@ PERCENTILES = (10, 20, 50, 60, 80, 90, 95)
 
 
 class _MetricsRunner:
-  """Runs a fresh model's forward passes over datasets and finalizes its metrics.
+  """Runs a model's forward passes over datasets and finalizes its metrics.
 
   Keras invalidates eagerly built models whenever a model is built inside a graph, as TFF does when it
-  traces, so every call builds a fresh model. Keras metric finalizers create variables, which tf.function
-  refuses on retracing; a TFF TensorFlow computation (graph mode, traced once) runs them the way TFF's own
-  evaluation does. `metric_names` renames the model's metrics (e.g. 'sparse_categorical_accuracy' ->
-  'accuracy'); metrics not named there keep their own name.
+  traces, so every evaluation builds a fresh model; within one evaluation that model is reused, each set of
+  weights assigned to it in turn (one model and one trace however many clients have their own weights).
+  Keras metric finalizers create variables, which tf.function refuses on retracing; a TFF TensorFlow
+  computation (graph mode, traced once) runs them the way TFF's own evaluation does. `metric_names` renames
+  the model's metrics (e.g. 'sparse_categorical_accuracy' -> 'accuracy'); metrics not named there keep
+  their own name.
   """
 
   def __init__(self, model_fn, metric_names: dict[str, str]):
@@ -35,17 +37,17 @@ class _MetricsRunner:
     self._metric_names = metric_names
     self._finalize = None
 
-  def with_weights(self, model_weights: tff.learning.models.ModelWeights):
-    """A function dataset -> finalized metrics of a new model holding `model_weights` (traced once)."""
+  def new_scorer(self) -> Callable[[tff.learning.models.ModelWeights, tf.data.Dataset], dict[str, float]]:
+    """A function (model_weights, dataset) -> finalized metrics, over one new model traced once."""
     model = self._model_fn()
-    model_weights.assign_weights_to(model)
 
     @tf.function
     def run_over(dataset):
       for batch in dataset:
         model.forward_pass(batch, training=False)
 
-    def metrics_on(dataset: tf.data.Dataset) -> dict[str, float]:
+    def metrics_on(model_weights: tff.learning.models.ModelWeights, dataset: tf.data.Dataset) -> dict[str, float]:
+      model_weights.assign_weights_to(model)
       model.reset_metrics()
       run_over(dataset)
       unfinalized = model.report_local_unfinalized_metrics()
@@ -77,7 +79,7 @@ class CentralizedEvaluator:
     self._dataset = dataset
 
   def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, float]:
-    return self._runner.with_weights(model_weights)(self._dataset)
+    return self._runner.new_scorer()(model_weights, self._dataset)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,11 +135,11 @@ class DeviceEvaluator:
     }
 
   def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, DeviceMetrics]:
-    metrics_on = self._runner.with_weights(model_weights)
+    metrics_on = self._runner.new_scorer()
     results = {}
     for name, datasets in self._datasets.items():
       results[name] = _device_metrics(
-          [cid for cid, _ in datasets], [metrics_on(dataset) for _, dataset in datasets],
+          [cid for cid, _ in datasets], [metrics_on(model_weights, dataset) for _, dataset in datasets],
           weighted=self._groups[name].weighted,
       )
     return results
@@ -158,12 +160,8 @@ class PersonalEvaluator:
                       for cid in personal_test_data.client_ids]
 
   def __call__(self, weights_of: Callable[[str], tff.learning.models.ModelWeights]) -> dict[str, DeviceMetrics]:
-    metrics, metrics_on_by_weights = [], {}
-    for cid, dataset in self._datasets:
-      weights = weights_of(cid)
-      if id(weights) not in metrics_on_by_weights:  # one model for clients sharing weights (a global model)
-        metrics_on_by_weights[id(weights)] = (weights, self._runner.with_weights(weights))
-      metrics.append(metrics_on_by_weights[id(weights)][1](dataset))
+    metrics_on = self._runner.new_scorer()
+    metrics = [metrics_on(weights_of(cid), dataset) for cid, dataset in self._datasets]
     return {'personal': _device_metrics([cid for cid, _ in self._datasets], metrics, weighted=False)}
 
 

@@ -33,12 +33,29 @@ def test_tiny_table_run_uses_the_sigma_override_and_states_kappa(tmp_path):
   assert 'sigma = 1000, kappa = 1/(1 + eta sigma) = 0.909091' in table
 
 
-@pytest.mark.parametrize('flag, message', [
+def test_validation_fraction_scores_every_method_on_validation_data(tmp_path):
+  flags = ('--task=digits_personal', '--methods=local-only', '--seeds=0', '--total_rounds=1')
+  validated = _run_tables(tmp_path / 'validation', *flags, '--validation_fraction=0.3')
+  tested = _run_tables(tmp_path / 'test', *flags)
+  assert validated.returncode == 0 and tested.returncode == 0, (validated.stderr + tested.stderr)[-3000:]
+  rows = {}
+  for split in ('validation', 'test'):
+    with open(tmp_path / split / 't' / 'results.csv') as f:
+      (rows[split],) = csv.DictReader(f)
+    assert rows[split]['scored_on'] == split
+    assert f'({split} accuracy %, higher is better)' in (tmp_path / split / 't' / 'results.md').read_text()
+  assert rows['validation']['score'] != rows['test']['score']
+
+
+@pytest.mark.parametrize('flags, message', [
     ('--fedplus_sigma=-1', 'fedplus_sigma'),
     ('--methods=FedAvg,FedMagic', '--methods must be among'),
     ('--seeds=0,x', '--seeds'),
+    ('--validation_fraction=0.2', "--validation_fraction applies to digits_robust, digits_personal, not "
+     "'synthetic_regression_fedplus'"),
+    ('--task=digits_robust --validation_fraction=1', '--validation_fraction must be in (0, 1)'),
 ])
-def test_bad_flags_are_usage_errors_naming_the_flag(tmp_path, flag, message):
-  result = _run_tables(tmp_path, flag, timeout=300)
+def test_bad_flags_are_usage_errors_naming_the_flag(tmp_path, flags, message):
+  result = _run_tables(tmp_path, *flags.split(), timeout=300)
   assert result.returncode != 0 and message in result.stderr
   assert not (tmp_path / 't').exists()

@@ -183,8 +183,8 @@ def flag_values():
          "not 'digits_cohorts'"),
         ('--validation_fraction=0', r'--validation_fraction must be in \(0, 1\)'),
         ('--validation_fraction=1', r'--validation_fraction must be in \(0, 1\)'),
-        ('--task=digits_robust --validation_fraction=0.2', "--validation_fraction applies to the tasks digits, "
-         "not 'digits_robust'"),
+        ('--task=digits_cohorts --validation_fraction=0.2', "--validation_fraction applies to the tasks digits, "
+         "digits_robust, digits_personal, not 'digits_cohorts'"),
         ('--task=emnist_cnn_dfl --l2_regularization=0.001',
          "--l2_regularization applies to the tasks sent140_linear, sent140_linear_by_device, emnist_linear_rfa, "
          "emnist_linear_dfl, not 'emnist_cnn_dfl'"),

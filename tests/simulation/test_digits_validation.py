@@ -1,4 +1,5 @@
-"""digits' `validation_fraction`: each client's validation part replaces the held-out data in every evaluation."""
+"""`validation_fraction` (digits and Fed+'s digits tasks): each client's validation part replaces the held-out
+data in every evaluation, and no held-out example is read."""
 
 import numpy as np
 import pytest
@@ -6,6 +7,7 @@ import tensorflow_federated as tff
 
 from tff_robust.simulation import tasks
 from tff_robust.simulation.tasks import digits
+from tff_robust.simulation.tasks import digits_fedplus
 
 _FRACTION = 0.2
 
@@ -78,5 +80,47 @@ def test_a_fraction_outside_0_1_is_refused_by_name(fraction):
 
 
 def test_validation_fraction_is_refused_for_another_task():
-  with pytest.raises(ValueError, match="validation_fraction applies to the tasks digits, not 'digits_robust'"):
-    tasks.create_task('digits_robust', client_epochs=1, client_batch_size=8, seed=0, validation_fraction=0.2)
+  with pytest.raises(ValueError, match="validation_fraction applies to the tasks digits, digits_robust, "
+                                       "digits_personal, not 'digits_cohorts'"):
+    tasks.create_task('digits_cohorts', client_epochs=1, client_batch_size=8, seed=0, validation_fraction=0.2)
+
+
+def _fedplus_halves(name, split_seed):
+  """The party halves of Fed+'s digits task `name` as its builder makes them (transform included)."""
+  train, test = digits_fedplus.load_party_arrays(split_seed=split_seed)
+  if name == 'digits_robust':
+    return digits_fedplus.negate_parties(train, test, seed=split_seed)[:2]
+  return digits_fedplus.add_class_noise(train, test, seed=split_seed)[:2]
+
+
+def _numpy_logistic_loss(weights, x, y):
+  kernel, bias = (np.asarray(w, np.float64) for w in weights)
+  logits = x @ kernel + bias
+  logits -= logits.max(axis=1, keepdims=True)
+  return float(-(logits - np.log(np.exp(logits).sum(axis=1, keepdims=True)))[np.arange(len(y)), y].mean())
+
+
+@pytest.mark.parametrize('name', ['digits_robust', 'digits_personal'])
+def test_fedplus_digits_tasks_score_on_a_validation_part_of_each_training_half(name):
+  task = tasks.create_task(name, client_epochs=1, client_batch_size=8, seed=0, split_seed=2,
+                           validation_fraction=0.25)
+  train_halves, test_halves = _fedplus_halves(name, split_seed=2)
+  validation = {}
+  for client_id, (x, y) in train_halves.items():
+    x_train, y_train = _arrays(task.train_data, client_id)
+    validation[client_id] = _arrays(task.personal_test_data, client_id)
+    assert len(validation[client_id][1]) == round(0.25 * len(y))
+    np.testing.assert_array_equal(  # training + validation parts = the party's training half, exactly
+        _sorted_rows(np.concatenate([x_train, validation[client_id][0]]),
+                     np.concatenate([y_train, validation[client_id][1]])),
+        _sorted_rows(x, y),
+    )
+  rng = np.random.default_rng(1)
+  trainable = [rng.normal(size=v.shape).astype(np.float32) for v in digits_fedplus.model_fn().trainable_variables]
+  pooled = task.evaluate(tff.learning.models.ModelWeights(trainable=trainable, non_trainable=[]))
+  x_val = np.concatenate([x for x, _ in validation.values()])
+  y_val = np.concatenate([y for _, y in validation.values()])
+  assert pooled['loss'] == pytest.approx(_numpy_logistic_loss(trainable, x_val, y_val), rel=1e-4)
+  x_test = np.concatenate([x for x, _ in test_halves.values()])
+  y_test = np.concatenate([y for _, y in test_halves.values()])
+  assert abs(_numpy_logistic_loss(trainable, x_test, y_test) - pooled['loss']) > 1e-2

@@ -26,7 +26,8 @@ TASK_NAMES += emnist_papers.TASK_NAMES + shakespeare_papers.TASK_NAMES
 #   split_seed: the seed of the task's data draw or train/test split (held fixed by the papers);
 #   max_evaluated_devices: cap of each device group evaluated one by one (Delta-FL's by-device split);
 #   label_concentration: Dirichlet concentration of digits' per-client label mixtures (large: near-uniform);
-#   validation_fraction: share of each digits client's examples that replaces the held-out data in evaluation.
+#   validation_fraction: share of each digits (or Fed+ digits party's) training examples that replaces the
+#     held-out data in evaluation.
 TASK_OPTIONS = (
     'l2_regularization', 'num_devices', 'split_seed', 'max_evaluated_devices', 'label_concentration',
     'validation_fraction',
@@ -38,12 +39,13 @@ def _same_names(*options: str) -> dict[str, str]:
 
 
 _FEDPLUS_PARTIES = {'num_devices': 'num_parties', 'split_seed': 'split_seed'}
+_FEDPLUS_DIGITS = {**_FEDPLUS_PARTIES, **_same_names('validation_fraction')}
 # Task -> {option: the builder's argument it sets}; the one record of which task takes which option.
 _BUILDER_ARGUMENTS = {
     'digits': _same_names('label_concentration', 'validation_fraction'),
     'synthetic_regression_fedplus': _FEDPLUS_PARTIES,
-    'digits_robust': _FEDPLUS_PARTIES,
-    'digits_personal': _FEDPLUS_PARTIES,
+    'digits_robust': _FEDPLUS_DIGITS,
+    'digits_personal': _FEDPLUS_DIGITS,
     'digits_cohorts': _same_names('split_seed'),
     **{name: _same_names('split_seed', *(['l2_regularization'] if kind == 'linear' else []))
        for name, (kind, _) in sent140.TASK_SETTINGS.items()},

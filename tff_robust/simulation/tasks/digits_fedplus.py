@@ -12,6 +12,7 @@ The model is multinomial logistic regression 64 -> 10 (the paper's 784 -> 10 on 
 """
 
 import collections
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -144,9 +145,18 @@ def model_fn() -> tff.learning.models.VariableModel:
   )
 
 
-def create_personal_task_from_arrays(name, train, test, *, client_epochs, client_batch_size, seed) -> base.Task:
+def create_personal_task_from_arrays(
+    name, train, test, *, client_epochs, client_batch_size, seed, validation_fraction: Optional[float] = None
+) -> base.Task:
   """A logistic-regression digits task from {client_id: (x, y)} training and per-client held-out arrays:
-  `personal_test_data` is each client's own held-out data and `evaluate` runs on all of it concatenated."""
+  `personal_test_data` is each client's own held-out data and `evaluate` runs on all of it concatenated.
+
+  `validation_fraction` in (0, 1) holds that share of each client's training examples out of training
+  (`digits.split_validation`); the validation parts then replace `test` everywhere, so a hyperparameter
+  can be chosen without reading a test example.
+  """
+  if validation_fraction is not None:
+    train, test = digits.split_validation(train, validation_fraction)
   x_test = np.concatenate([x for x, _ in test.values()])
   y_test = np.concatenate([y for _, y in test.values()])
   return base.Task(
@@ -160,26 +170,27 @@ def create_personal_task_from_arrays(name, train, test, *, client_epochs, client
 
 def create_robust_task(
     *, client_epochs: int, client_batch_size: int, seed: int, num_parties: int = NUM_PARTIES,
-    negated_fraction: float = NEGATED_FRACTION, split_seed: int = 0
+    negated_fraction: float = NEGATED_FRACTION, split_seed: int = 0, validation_fraction: Optional[float] = None
 ) -> base.Task:
   """'digits_robust': `evaluate` on the pooled test halves (negated parties' halves included, negated),
-  `personal_test_data` each party's own test half."""
+  `personal_test_data` each party's own test half (or, with `validation_fraction`, its validation part)."""
   train, test = load_party_arrays(num_parties=num_parties, split_seed=split_seed)
   train, test, _ = negate_parties(train, test, fraction=negated_fraction, seed=split_seed)
   return create_personal_task_from_arrays(
-      'digits_robust', train, test, client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed
+      'digits_robust', train, test, client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed,
+      validation_fraction=validation_fraction,
   )
 
 
 def create_personal_task(
     *, client_epochs: int, client_batch_size: int, seed: int, num_parties: int = NUM_PARTIES,
-    laplace_scale: float = LAPLACE_SCALE, split_seed: int = 0
+    laplace_scale: float = LAPLACE_SCALE, split_seed: int = 0, validation_fraction: Optional[float] = None
 ) -> base.Task:
   """'digits_personal': `evaluate` on the pooled (noisy) test halves, `personal_test_data` each party's own
-  test half."""
+  test half (or, with `validation_fraction`, its validation part)."""
   train, test = load_party_arrays(num_parties=num_parties, split_seed=split_seed)
   train, test, _ = add_class_noise(train, test, laplace_scale=laplace_scale, seed=split_seed)
   return create_personal_task_from_arrays(
       'digits_personal', train, test, client_epochs=client_epochs, client_batch_size=client_batch_size,
-      seed=seed
+      seed=seed, validation_fraction=validation_fraction,
   )

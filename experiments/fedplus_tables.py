@@ -30,6 +30,7 @@ import tqdm  # pylint: disable=g-import-not-at-top
 
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import digits_fedplus  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import synthetic_regression_fedplus  # pylint: disable=g-import-not-at-top
@@ -51,7 +52,6 @@ _TASKS = {
     ),
 }
 # method label -> runner algorithm
-_SPLITTABLE_TASKS = ('digits_robust', 'digits_personal')  # whose builders take validation_fraction
 METHODS = {'FedAvg': 'fedavg', 'local-only': 'local_only', 'FedAvg+': 'fedplus_avg',
            'FedGeoMed+': 'fedplus_geomed', 'FedCoMed+': 'fedplus_comed'}
 
@@ -113,8 +113,9 @@ def main(argv):
     raise app.UsageError(f'--seeds: {error}') from error
   validation = {}
   if _VALIDATION_FRACTION.value is not None:
-    if _TASK.value not in _SPLITTABLE_TASKS:
-      raise app.UsageError(f'--validation_fraction applies to {", ".join(_SPLITTABLE_TASKS)}, not {_TASK.value!r}')
+    splittable = [name for name in tasks.tasks_accepting('validation_fraction') if name in _TASKS]
+    if _TASK.value not in splittable:
+      raise app.UsageError(f'--validation_fraction applies to {", ".join(splittable)}, not {_TASK.value!r}')
     if not 0.0 < _VALIDATION_FRACTION.value < 1.0:
       raise app.UsageError(f'--validation_fraction must be in (0, 1), got {_VALIDATION_FRACTION.value}')
     validation = dict(validation_fraction=_VALIDATION_FRACTION.value)

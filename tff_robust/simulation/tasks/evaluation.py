@@ -37,28 +37,19 @@ class _MetricsRunner:
     self._metric_names = metric_names
     self._finalize = None
 
-  def new_scorer(self) -> Callable[[tff.learning.models.ModelWeights, tf.data.Dataset], dict[str, float]]:
-    """A function (model_weights, dataset) -> finalized metrics, over one new model traced once."""
-    model = self._model_fn()
+  def new_scorer(self) -> '_Scorer':
+    """A scorer over one new model, its forward passes traced once."""
+    return _Scorer(self, self._model_fn())
 
-    @tf.function
-    def run_over(dataset):
-      for batch in dataset:
-        model.forward_pass(batch, training=False)
-
-    def metrics_on(model_weights: tff.learning.models.ModelWeights, dataset: tf.data.Dataset) -> dict[str, float]:
-      model_weights.assign_weights_to(model)
-      model.reset_metrics()
-      run_over(dataset)
-      unfinalized = model.report_local_unfinalized_metrics()
-      if self._finalize is None:
-        self._finalize = self._build_finalize(model.metric_finalizers(), unfinalized)
-      finalized = self._finalize(tf.nest.map_structure(lambda t: t.numpy(), unfinalized))
-      return collections.OrderedDict(
-          (self._metric_names.get(name, name), float(value)) for name, value in finalized.items()
-      )
-
-    return metrics_on
+  def finalize(self, model) -> dict[str, float]:
+    """`model`'s finalized metrics, renamed by `metric_names`."""
+    unfinalized = model.report_local_unfinalized_metrics()
+    if self._finalize is None:
+      self._finalize = self._build_finalize(model.metric_finalizers(), unfinalized)
+    finalized = self._finalize(tf.nest.map_structure(lambda t: t.numpy(), unfinalized))
+    return collections.OrderedDict(
+        (self._metric_names.get(name, name), float(value)) for name, value in finalized.items()
+    )
 
   @staticmethod
   def _build_finalize(finalizers, unfinalized):
@@ -71,6 +62,29 @@ class _MetricsRunner:
     )
 
 
+class _Scorer:
+  """One model: `load` assigns a set of weights to it, `metrics_on(dataset)` scores the weights last loaded."""
+
+  def __init__(self, runner: _MetricsRunner, model):
+    self._runner = runner
+    self._model = model
+
+    @tf.function
+    def run_over(dataset):
+      for batch in dataset:
+        model.forward_pass(batch, training=False)
+
+    self._run_over = run_over
+
+  def load(self, model_weights: tff.learning.models.ModelWeights) -> None:
+    model_weights.assign_weights_to(self._model)
+
+  def metrics_on(self, dataset: tf.data.Dataset) -> dict[str, float]:
+    self._model.reset_metrics()
+    self._run_over(dataset)
+    return self._runner.finalize(self._model)
+
+
 class CentralizedEvaluator:
   """Evaluates model weights on one held-out dataset; returns the model's (renamed) metrics."""
 
@@ -79,7 +93,9 @@ class CentralizedEvaluator:
     self._dataset = dataset
 
   def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, float]:
-    return self._runner.new_scorer()(model_weights, self._dataset)
+    scorer = self._runner.new_scorer()
+    scorer.load(model_weights)
+    return scorer.metrics_on(self._dataset)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,11 +151,12 @@ class DeviceEvaluator:
     }
 
   def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, DeviceMetrics]:
-    metrics_on = self._runner.new_scorer()
+    scorer = self._runner.new_scorer()
+    scorer.load(model_weights)  # once: every device scores the same weights
     results = {}
     for name, datasets in self._datasets.items():
       results[name] = _device_metrics(
-          [cid for cid, _ in datasets], [metrics_on(model_weights, dataset) for _, dataset in datasets],
+          [cid for cid, _ in datasets], [scorer.metrics_on(dataset) for _, dataset in datasets],
           weighted=self._groups[name].weighted,
       )
     return results
@@ -160,8 +177,10 @@ class PersonalEvaluator:
                       for cid in personal_test_data.client_ids]
 
   def __call__(self, weights_of: Callable[[str], tff.learning.models.ModelWeights]) -> dict[str, DeviceMetrics]:
-    metrics_on = self._runner.new_scorer()
-    metrics = [metrics_on(weights_of(cid), dataset) for cid, dataset in self._datasets]
+    scorer, metrics = self._runner.new_scorer(), []
+    for cid, dataset in self._datasets:
+      scorer.load(weights_of(cid))
+      metrics.append(scorer.metrics_on(dataset))
     return {'personal': _device_metrics([cid for cid, _ in self._datasets], metrics, weighted=False)}
 
 

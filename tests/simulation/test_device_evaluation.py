@@ -8,14 +8,12 @@ from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import digits
 from tff_robust.simulation.tasks import evaluation
 from tff_robust.simulation.tasks import tff_baselines
+from tests.simulation import numpy_classifiers
 
 
 def _numpy_mlp_metrics(weights, x, y):
-  kernel1, bias1, kernel2, bias2 = [np.asarray(w, np.float64) for w in weights]
-  logits = np.maximum(x @ kernel1 + bias1, 0) @ kernel2 + bias2
-  logits -= logits.max(axis=1, keepdims=True)
-  log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-  return -log_probs[np.arange(len(y)), y].mean(), np.mean(logits.argmax(axis=1) != y)
+  logits = numpy_classifiers.mlp_logits(weights, x)
+  return numpy_classifiers.mean_cross_entropy(logits, y), numpy_classifiers.error_rate(logits, y)
 
 
 def test_every_digits_device_is_evaluated_on_its_own_data():

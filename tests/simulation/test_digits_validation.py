@@ -8,6 +8,7 @@ import tensorflow_federated as tff
 from tff_robust.simulation import tasks
 from tff_robust.simulation.tasks import digits
 from tff_robust.simulation.tasks import digits_fedplus
+from tests.simulation import numpy_classifiers
 
 _FRACTION = 0.2
 
@@ -23,12 +24,7 @@ def _sorted_rows(x, y):
 
 
 def _numpy_mlp_loss(weights, x, y):
-  """Mean cross-entropy of digits' MLP, relu(x W1 + b1) W2 + b2, in NumPy."""
-  w1, b1, w2, b2 = (np.asarray(w, np.float64) for w in weights)
-  logits = np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
-  logits -= logits.max(axis=1, keepdims=True)
-  log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-  return float(-log_probs[np.arange(len(y)), y].mean())
+  return numpy_classifiers.mean_cross_entropy(numpy_classifiers.mlp_logits(weights, x), y)
 
 
 @pytest.fixture(scope='module')
@@ -94,10 +90,7 @@ def _fedplus_halves(name, split_seed):
 
 
 def _numpy_logistic_loss(weights, x, y):
-  kernel, bias = (np.asarray(w, np.float64) for w in weights)
-  logits = x @ kernel + bias
-  logits -= logits.max(axis=1, keepdims=True)
-  return float(-(logits - np.log(np.exp(logits).sum(axis=1, keepdims=True)))[np.arange(len(y)), y].mean())
+  return numpy_classifiers.mean_cross_entropy(numpy_classifiers.logistic_logits(weights, x), y)
 
 
 @pytest.mark.parametrize('name', ['digits_robust', 'digits_personal'])

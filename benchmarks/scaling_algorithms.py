@@ -51,6 +51,7 @@ def _algorithm_variants() -> dict:
 
 
 def section() -> str:
+  """Runs section 1 (see the module docstring) and returns its markdown."""
   load_start = os.getloadavg()[0]
   rounds = scaling_common.value(_ROUNDS, quick=2)
   memory_rounds = scaling_common.value(_MEMORY_ROUNDS, quick=1)

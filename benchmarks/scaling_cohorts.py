@@ -88,6 +88,7 @@ def _floor_computations(element_type) -> dict:
 
 
 def section() -> str:
+  """Runs section 2 (see the module docstring) and returns its markdown."""
   load_start = os.getloadavg()[0]
   sizes = sorted(int(s) for s in scaling_common.value(_COHORT_SIZES, quick=['10', '100']))
   repeats = scaling_common.value(_COHORT_REPEATS, quick=1)

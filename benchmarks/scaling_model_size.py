@@ -61,6 +61,7 @@ class _Guarded:
 
 
 def section() -> str:
+  """Runs section 3 (see the module docstring) and returns its markdown."""
   load_start = os.getloadavg()[0]
   sizes = sorted(int(float(s)) for s in scaling_common.value(_MODEL_SIZES, quick=['10000', '100000']))
   clients = _AGGREGATION_CLIENTS.value

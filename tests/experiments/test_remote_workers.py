@@ -24,7 +24,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def loopback_workers():
+def loopback_workers(tmp_path):
   """Starts worker services on loopback ports; yields a function making n of them; stops them all."""
   started = []
 
@@ -32,19 +32,24 @@ def loopback_workers():
     addresses = []
     for _ in range(count):
       port = portpicker.pick_unused_port()
-      process = subprocess.Popen(
-          [sys.executable, '-m', 'tff_robust.simulation.worker_service', f'--port={port}', '--gpus=none'],
-          cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-      )
-      started.append(process)
+      with open(tmp_path / f'worker_service_{port}.log', 'w') as log:
+        process = subprocess.Popen(
+            [sys.executable, '-m', 'tff_robust.simulation.worker_service', f'--port={port}', '--gpus=none'],
+            cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+        )
+      started.append((process, port))
       addresses.append(f'localhost:{port}')
     return ','.join(addresses)
 
   yield start
-  for process in started:
+  for process, port in started:
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=30)
     assert not _pid_alive(process.pid), 'a worker_binary outlived the test'
+    # Each service said, in one line, that it is unauthenticated and reachable on every interface.
+    warnings = [line for line in (tmp_path / f'worker_service_{port}.log').read_text().splitlines()
+                if 'unauthenticated' in line]
+    assert len(warnings) == 1 and f'every network interface (port {port})' in warnings[0], warnings
 
 
 def _final_model(tmp_path, name, *flags):

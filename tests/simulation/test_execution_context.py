@@ -1,6 +1,7 @@
 """The TFF worker started by tff_robust never outlives the process that started it."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import textwrap
 import time
 
 import numpy as np
+import pytest
 import tensorflow_federated as tff
 
 from tff_robust.simulation import execution_context
@@ -63,25 +65,60 @@ def _spawn(script):
 
 
 _START_AND_REPORT = textwrap.dedent('''
+    from tests.simulation import proc_files
     from tff_robust.simulation import execution_context
     worker = execution_context.set_local_execution_context()
-    print(worker.pid, flush=True)
+    helpers = proc_files.descendants(worker.pid)  # the relay when isolated: it must not outlive the worker
+    assert len(helpers) == worker.network_isolated, helpers
+    print(worker.pid, worker.log_path, *helpers, flush=True)
 ''')
+
+
+def _started_worker(child):
+  """(pid of the worker_binary, pids of its helpers (the relay when isolated), its log) reported by `child`."""
+  pid, log_path, *helpers = child.stdout.readline().split()
+  return int(pid), [int(helper) for helper in helpers], log_path
 
 
 def test_worker_is_stopped_when_the_program_exits_without_stopping_it():
   child = _spawn(_START_AND_REPORT)
-  worker_pid = int(child.stdout.readline())
+  worker_pid, helper_pids, log_path = _started_worker(child)
   # The pipe closes only when every holder (the worker included) is gone: this is what hung CI.
   child.communicate(timeout=60)
   assert child.returncode == 0
-  assert _wait_until_gone(worker_pid)
+  assert all(_wait_until_gone(pid) for pid in [worker_pid, *helper_pids])
+  assert not os.path.exists(os.path.dirname(log_path))  # a clean exit leaves no file behind
 
 
 def test_worker_dies_with_a_killed_parent():
   child = _spawn(_START_AND_REPORT + 'import time; time.sleep(600)\n')
-  worker_pid = int(child.stdout.readline())
+  worker_pid, helper_pids, log_path = _started_worker(child)
   assert _process_exists(worker_pid)
   child.send_signal(signal.SIGKILL)  # no atexit handler runs
   child.wait(timeout=30)
-  assert _wait_until_gone(worker_pid)
+  assert all(_wait_until_gone(pid) for pid in [worker_pid, *helper_pids])
+  shutil.rmtree(os.path.dirname(log_path))
+
+
+def test_a_cleanly_stopped_worker_removes_its_socket_and_log():
+  worker = execution_context.LocalWorker()
+  private_dir = os.path.dirname(worker.log_path)
+  assert os.path.isdir(private_dir)
+  worker.stop()
+  assert not os.path.exists(private_dir)
+
+
+def test_a_worker_that_died_keeps_its_log_and_says_where(tmp_path):
+  worker = execution_context.LocalWorker(log_dir=str(tmp_path / 'run'))
+  os.kill(worker.pid, signal.SIGKILL)
+  assert _wait_until_gone(worker.pid)
+  with pytest.raises(RuntimeError, match=f'exited; its log \\({tmp_path}/run/tff_worker.log\\)'):
+    worker.check_running()
+  worker.stop()
+  assert (tmp_path / 'run' / 'tff_worker.log').exists()
+  private = execution_context.LocalWorker()
+  os.kill(private.pid, signal.SIGKILL)
+  assert _wait_until_gone(private.pid)
+  private.stop()
+  assert os.path.exists(private.log_path)  # kept: the worker did not stop cleanly
+  shutil.rmtree(os.path.dirname(private.log_path))

@@ -1,32 +1,225 @@
-"""Starts TFF's C++ `worker_binary` so that it dies with the process that launched it.
+"""Starts TFF's C++ `worker_binary` so that it dies with its launching process and, by default, no host sees it.
 
-Usage (internal, by `execution_context`): `python -m tff_robust.simulation.worker_launcher PARENT_PID
-BINARY [ARGS...]`. The launcher asks Linux to SIGKILL it when its parent dies (`PR_SET_DEATHSIG`), then
+Usage (internal, by `execution_context`):
+
+  python -m tff_robust.simulation.worker_launcher --parent_pid=PID --network=isolate|isolate_or_expose|expose \
+      --status_fd=FD --unix_socket=PATH --port=PORT -- BINARY [ARGS...]
+
+Dying with the parent: the launcher asks Linux to SIGKILL it when its parent dies (`PR_SET_DEATHSIG`), then
 replaces itself with the worker binary (the death signal survives `execve`). So even a parent killed with
 SIGKILL, which runs no `atexit` handler, leaves no worker holding the terminal's or CI's pipes open.
+
+Network isolation: TFF 0.87's `worker_binary` always listens on `[::]:PORT`, every interface, and serves
+unauthenticated gRPC that runs any TensorFlow graph it is sent. With `--network=isolate` the launcher first
+moves itself into a new network namespace (Linux `unshare(CLONE_NEWNET)`; without root, together with a new
+user namespace, `CLONE_NEWUSER`, which unprivileged users may create), brings its loopback interface up, and
+only then starts the binary: the namespace has no interface but loopback, so no other host, and no process
+outside it, can reach the port. The driving Python process stays in the host's namespace (it keeps its own
+network: downloads, remote services) and reaches the worker through a filesystem Unix socket, `PATH`, in a
+directory only its user can open: a forked relay process inside the namespace accepts on `PATH` and connects
+each accepted stream to the worker's `127.0.0.1:PORT`. Filesystem sockets are found by path, not by network
+namespace, which is what lets the relay bridge the two. The relay is the worker's child with its own death
+signal, so it never outlives the worker.
+
+`--network=isolate_or_expose` falls back to the plain binary when namespaces cannot be created (e.g. a
+container whose seccomp profile forbids `unshare`, or a kernel with unprivileged user namespaces disabled);
+`--network=expose` never tries. The launcher reports what it did as one line on `--status_fd` before the
+binary starts: `isolated`, `exposed REASON`, or `refused REASON` (then it exits with status 1).
+
+This module must stay free of TensorFlow: it runs before every local worker starts.
 """
 
+import argparse
 import ctypes
+import errno
+import fcntl
 import os
 import signal
+import socket
+import struct
 import sys
+import threading
+import time
 
 _PR_SET_DEATHSIG = 1
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+_SIOCGIFFLAGS = 0x8913
+_SIOCSIFFLAGS = 0x8914
+_IFF_UP = 0x1
+_IFREQ_FLAGS = struct.Struct('16sH22x')  # struct ifreq: interface name, then the flags in a 24-byte union
+_RELAY_BUFFER_BYTES = 1 << 20
+_RELAY_CONNECT_TIMEOUT_SECONDS = 60.0
+
+ISOLATE = 'isolate'
+ISOLATE_OR_EXPOSE = 'isolate_or_expose'
+EXPOSE = 'expose'
+
+
+def _libc():
+  return ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+  """SIGKILL this process when its parent dies; exits now if the parent `parent_pid` is already gone."""
+  if sys.platform.startswith('linux'):
+    if _libc().prctl(_PR_SET_DEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+      raise OSError(ctypes.get_errno(), 'prctl(PR_SET_DEATHSIG) failed')
+  # The parent may have died before prctl took effect: then nobody would ever stop this process.
+  if os.getppid() != parent_pid:
+    os._exit(0)  # pylint: disable=protected-access
+
+
+def _unshare(flags: int) -> None:
+  if _libc().unshare(flags) != 0:
+    code = ctypes.get_errno()
+    raise OSError(code, os.strerror(code))
+
+
+def _write(path: str, text: str) -> None:
+  with open(path, 'w') as f:
+    f.write(text)
+
+
+def enter_private_network() -> None:
+  """Moves this (single-threaded) process into a new network namespace whose loopback is up.
+
+  Root (or a process with CAP_SYS_ADMIN) needs only the network namespace. Anyone else creates a user
+  namespace with it, where this process holds the capabilities needed to configure its own network; its user
+  and group ids are mapped to themselves, so files keep their owners and the binary started afterwards runs
+  with no capability at all. Raises OSError when the kernel refuses.
+  """
+  try:
+    _unshare(_CLONE_NEWNET)
+  except OSError as error:
+    if error.errno != errno.EPERM:
+      raise
+    uid, gid = os.geteuid(), os.getegid()
+    _unshare(_CLONE_NEWUSER | _CLONE_NEWNET)
+    try:
+      _write('/proc/self/setgroups', 'deny')  # an unprivileged gid_map requires it
+      _write('/proc/self/uid_map', f'{uid} {uid} 1')
+      _write('/proc/self/gid_map', f'{gid} {gid} 1')
+    except PermissionError:
+      # Linux >= 5.12 refuses to map uid 0 for a process that lacked CAP_SETFCAP (root with dropped
+      # capabilities). The ids then stay unmapped: only how they read inside the namespace changes, the
+      # kernel still checks file access with the real ones.
+      pass
+  with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as control:
+    request = _IFREQ_FLAGS.pack(b'lo', 0)
+    _, flags = _IFREQ_FLAGS.unpack(fcntl.ioctl(control, _SIOCGIFFLAGS, request))
+    fcntl.ioctl(control, _SIOCSIFFLAGS, _IFREQ_FLAGS.pack(b'lo', flags | _IFF_UP))
+
+
+def _pump(source: socket.socket, destination: socket.socket) -> None:
+  """Copies one direction of a stream until end of file, then half-closes the other side."""
+  buffer = bytearray(_RELAY_BUFFER_BYTES)
+  view = memoryview(buffer)
+  try:
+    while True:
+      count = source.recv_into(buffer)
+      if not count:
+        break
+      destination.sendall(view[:count])
+    destination.shutdown(socket.SHUT_WR)
+  except OSError:  # one end went away: end both directions (shutdown wakes the other pump's recv)
+    for end in (source, destination):
+      try:
+        end.shutdown(socket.SHUT_RDWR)
+      except OSError:
+        pass
+
+
+def _join(client: socket.socket, worker: socket.socket) -> None:
+  """Relays between the two streams in both directions until both end, then closes them."""
+  backward = threading.Thread(target=_pump, args=(worker, client), daemon=True)
+  backward.start()
+  _pump(client, worker)
+  backward.join()
+  client.close()
+  worker.close()
+
+
+def _connect_to_worker(port: int) -> socket.socket:
+  """A TCP connection to the worker on this namespace's loopback, waiting while the worker starts."""
+  deadline = time.monotonic() + _RELAY_CONNECT_TIMEOUT_SECONDS
+  while True:
+    try:
+      connection = socket.create_connection(('127.0.0.1', port))
+      break
+    except ConnectionRefusedError:
+      if time.monotonic() > deadline:
+        raise
+      time.sleep(0.01)
+  connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # gRPC's own sockets do the same
+  return connection
+
+
+def _relay(listener: socket.socket, port: int) -> None:
+  """Forever: accepts a stream on `listener` and joins it to a new connection to the worker's port."""
+  while True:
+    client, _ = listener.accept()
+    try:
+      worker = _connect_to_worker(port)
+    except OSError:
+      client.close()
+      continue
+    threading.Thread(target=_join, args=(client, worker), daemon=True).start()
+
+
+def _report(status_fd: int, line: str) -> None:
+  os.write(status_fd, (line + '\n').encode())
+  os.close(status_fd)
+
+
+def _listen(unix_socket: str) -> socket.socket:
+  listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+  listener.bind(unix_socket)
+  listener.listen(16)
+  return listener
+
+
+def _fork_relay(listener: socket.socket, port: int) -> None:
+  """Forks the relay from `listener` to the worker's loopback port; returns in the (future worker) parent."""
+  worker_pid = os.getpid()
+  if os.fork() == 0:
+    try:
+      _die_with_parent(worker_pid)
+      _relay(listener, port)
+    finally:
+      os._exit(1)  # pylint: disable=protected-access
+  listener.close()
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(prog='worker_launcher')
+  parser.add_argument('--parent_pid', type=int, required=True)
+  parser.add_argument('--network', choices=(ISOLATE, ISOLATE_OR_EXPOSE, EXPOSE), required=True)
+  parser.add_argument('--status_fd', type=int, required=True)
+  parser.add_argument('--unix_socket', required=True)
+  parser.add_argument('--port', type=int, required=True)
+  parser.add_argument('binary_and_args', nargs='+')
+  return parser.parse_args(argv[1:])
 
 
 def main(argv: list[str]) -> None:
-  if len(argv) < 3:
-    raise SystemExit('usage: worker_launcher PARENT_PID BINARY [ARGS...]')
-  parent_pid = int(argv[1])
-  binary_and_args = argv[2:]
-  if sys.platform.startswith('linux'):
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_DEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-      raise OSError(ctypes.get_errno(), 'prctl(PR_SET_DEATHSIG) failed')
-  # The parent may have died before prctl took effect: then nobody would ever stop the worker.
-  if os.getppid() != parent_pid:
-    raise SystemExit(0)
-  os.execv(binary_and_args[0], binary_and_args)
+  args = _parse(argv)
+  status = 'exposed not asked to isolate'
+  if args.network != EXPOSE:
+    try:
+      enter_private_network()
+      status = 'isolated'
+    except OSError as error:
+      if args.network == ISOLATE:
+        _report(args.status_fd, f'refused the kernel refused a private network namespace ({error})')
+        raise SystemExit(1) from None
+      status = f'exposed the kernel refused a private network namespace ({error})'
+  _die_with_parent(args.parent_pid)  # after unshare: a namespace change must not reset the death signal
+  listener = _listen(args.unix_socket) if status == 'isolated' else None
+  _report(args.status_fd, status)  # closes the status pipe before the fork: only the Python side holds it
+  if listener is not None:
+    _fork_relay(listener, args.port)
+  os.execv(args.binary_and_args[0], args.binary_and_args)
 
 
 if __name__ == '__main__':

@@ -122,4 +122,4 @@ def test_where_namespaces_are_refused_the_worker_warns_once_and_required_refuses
   assert len(report['warnings']) == 1, report['warnings']  # two exposed workers, one warning
   assert f'port {report["port"]} on every network interface' in report['warnings'][0]
   assert 'namespace' in report['warnings'][0]  # and why
-  assert "network_isolation='required'" in report['refusal']
+  assert 'cannot run network-isolated' in report['refusal'] and 'namespace' in report['refusal']

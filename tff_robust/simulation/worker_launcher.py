@@ -82,12 +82,12 @@ def _write(path: str, text: str) -> None:
 
 
 def enter_private_network() -> None:
-  """Moves this (single-threaded) process into a new network namespace whose loopback is up.
+  """Moves this (single-threaded) process into a new network namespace.
 
   Root (or a process with CAP_SYS_ADMIN) needs only the network namespace. Anyone else creates a user
   namespace with it, where this process holds the capabilities needed to configure its own network; its user
-  and group ids are mapped to themselves, so files keep their owners and the binary started afterwards runs
-  with no capability at all. Raises OSError when the kernel refuses.
+  and group ids are mapped to themselves where the kernel allows it, so files keep their owners, and the
+  binary started afterwards runs with no capability at all. Raises OSError when the kernel refuses.
   """
   try:
     _unshare(_CLONE_NEWNET)
@@ -100,11 +100,15 @@ def enter_private_network() -> None:
       _write('/proc/self/setgroups', 'deny')  # an unprivileged gid_map requires it
       _write('/proc/self/uid_map', f'{uid} {uid} 1')
       _write('/proc/self/gid_map', f'{gid} {gid} 1')
-    except PermissionError:
-      # Linux >= 5.12 refuses to map uid 0 for a process that lacked CAP_SETFCAP (root with dropped
+    except OSError:
+      # E.g. Linux >= 5.12 refuses to map uid 0 for a process that lacked CAP_SETFCAP (root with dropped
       # capabilities). The ids then stay unmapped: only how they read inside the namespace changes, the
-      # kernel still checks file access with the real ones.
+      # kernel still checks file access with the real ones. The namespace exists either way.
       pass
+
+
+def bring_loopback_up() -> None:
+  """Sets this network namespace's loopback interface up (a new namespace starts with it down)."""
   with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as control:
     request = _IFREQ_FLAGS.pack(b'lo', 0)
     _, flags = _IFREQ_FLAGS.unpack(fcntl.ioctl(control, _SIOCGIFFLAGS, request))
@@ -214,6 +218,12 @@ def main(argv: list[str]) -> None:
         _report(args.status_fd, f'refused the kernel refused a private network namespace ({error})')
         raise SystemExit(1) from None
       status = f'exposed the kernel refused a private network namespace ({error})'
+  if status == 'isolated':
+    try:
+      bring_loopback_up()
+    except OSError as error:  # inside the namespace already: the worker could be reached by no one
+      _report(args.status_fd, f'refused the private network namespace has no usable loopback ({error})')
+      raise SystemExit(1) from None
   _die_with_parent(args.parent_pid)  # after unshare: a namespace change must not reset the death signal
   listener = _listen(args.unix_socket) if status == 'isolated' else None
   _report(args.status_fd, status)  # closes the status pipe before the fork: only the Python side holds it

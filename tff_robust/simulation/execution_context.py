@@ -107,8 +107,7 @@ def _private_directory() -> str:
 
 
 class LocalWorker:
-  """A `worker_binary` subprocess, by default in a private network namespace; stopped by `stop()`, at exit,
-  or with its parent.
+  """A `worker_binary` subprocess, network-isolated by default, stopped by `stop()`, at exit or with its parent.
 
   Network exposure. TFF 0.87's binary always listens on every interface and runs, unauthenticated, whatever
   TensorFlow graph it is sent. With `network_isolation='auto'` (the default) or `'required'` it starts in a

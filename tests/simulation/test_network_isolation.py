@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -34,11 +35,14 @@ def _wait_for_worker_while_training(run, output_dir, timeout=300.0):
 
 def test_a_training_run_exposes_no_port_of_its_worker_to_other_hosts(tmp_path):
   stderr_path = tmp_path / 'stderr.txt'
+  # The run is killed, so its worker's private directory (socket, log) stays: keep it out of the real /tmp.
+  run_tmpdir = tempfile.mkdtemp(prefix='isolation_test_')
   with open(stderr_path, 'w') as stderr:
     run = subprocess.Popen(
         [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', '--task=digits',
          '--algorithm=rfa', '--clients_per_round=5', '--total_rounds=10000', '--rounds_per_eval=10000'],
         cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+        env=dict(os.environ, TMPDIR=run_tmpdir),
     )
   try:
     worker = _wait_for_worker_while_training(run, tmp_path / 'run')
@@ -54,6 +58,7 @@ def test_a_training_run_exposes_no_port_of_its_worker_to_other_hosts(tmp_path):
   finally:
     run.send_signal(signal.SIGKILL)
     run.wait(timeout=60)
+    shutil.rmtree(run_tmpdir)
   warnings = [line for line in stderr_path.read_text().splitlines() if _WARNING_NAME in line]
   if exposed and warnings:
     assert len(warnings) == 1, warnings

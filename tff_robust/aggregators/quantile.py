@@ -20,9 +20,9 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import gathering
-from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import robust_rules
 from tff_robust.aggregators import type_checks
+from tff_robust.aggregators import widening
 from tff_robust.core import superquantile
 
 
@@ -62,6 +62,10 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       value at the quantile.
     - `num_nonfinite_clients`: clients whose value or weight was not finite (they get weight 0).
     - `mean`: measurements of the last inner mean call.
+
+  Types: a floating scalar value of any width and a floating or integer scalar weight. The MM arithmetic,
+  the state's estimate and `tolerance` are float32 (float64 with a float64 value or weight: the weights
+  1 / e_k reach 1 / nu), `mean_factory` is created for that dtype, and the result has the value's dtype.
   """
 
   def __init__(
@@ -106,31 +110,38 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_float_scalar('value_type', value_type)
     type_checks.check_weight_type(weight_type)
-    dtype = value_type.dtype
-    mean_process = self._mean_factory.create(tff.TensorType(dtype, [2]), weight_type)
+    # The MM weights 1 / e_k reach 1 / nu: computed in float32 or wider whatever the value's dtype.
+    dtype = widening.scalar_dtype(value_type, weight_type)
+    scalar_type, pair_type = tff.TensorType(dtype), tff.TensorType(dtype, [2])
+    mean_process = self._mean_factory.create(pair_type, scalar_type)
     level, relative_smoothing, num_passes = self._level, self._relative_smoothing, self._num_passes
 
     def smoothing_at(estimate):
       return tf.maximum(tf.constant(superquantile.MIN_SMOOTHING, dtype), relative_smoothing * tf.abs(estimate))
 
-    drop_nonfinite = nonfinite.build_drop_nonfinite(value_type, weight_type)
+    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
 
-    @tff.tensorflow.computation(value_type, value_type)
+    @tff.tensorflow.computation(widening.wide_value_type(value_type), scalar_type)
     def inverse_distance_terms(value, estimate):
       """(x_k / e_k, 1 / e_k) with e_k = max(nu_t, |x_k - mu_t|)."""
+      value = tf.cast(value, dtype)
       inverse = 1.0 / tf.maximum(smoothing_at(estimate), tf.abs(value - estimate))
       return tf.stack([value * inverse, inverse])
 
-    @tff.tensorflow.computation(tff.TensorType(dtype, [2]), value_type)
+    @tff.tensorflow.computation(pair_type, scalar_type)
     def mm_step(means, estimate):
       """mu_{t+1} = (N_t + (2 tau - 1)) / D_t from the normalised means; keeps mu_t if D_t = 0."""
       numerator, denominator = means[0], means[1]
       safe = tf.where(denominator > 0, denominator, tf.ones_like(denominator))
       return tf.where(denominator > 0, (numerator + (2 * level - 1)) / safe, estimate)
 
-    @tff.tensorflow.computation(value_type)
+    @tff.tensorflow.computation(scalar_type)
     def tolerance_at(estimate):
       return smoothing_at(estimate)
+
+    @tff.tensorflow.computation(scalar_type)
+    def narrow(estimate):
+      return tf.cast(estimate, value_type.dtype)
 
     @tff.federated_computation()
     def init_fn():
@@ -145,7 +156,7 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
         tff.FederatedType(weight_type, tff.CLIENTS),
     )
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(drop_nonfinite, (value, weight))
+      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
       value, weight = sanitized[0], sanitized[1]
       mean_state, estimate = state.mean, state.estimate
       for _ in range(num_passes):
@@ -161,7 +172,7 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       )
       return tff.templates.MeasuredProcessOutput(
           state=tff.federated_zip(collections.OrderedDict(mean=mean_state, estimate=estimate)),
-          result=estimate,
+          result=tff.federated_map(narrow, estimate),
           measurements=tff.federated_zip(measurements),
       )
 

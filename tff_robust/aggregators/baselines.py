@@ -53,7 +53,8 @@ def multi_krum_factory(num_byzantine: int, num_selected: Optional[int] = None) -
 
 
 def bulyan_factory(num_byzantine: int) -> gathering.GatheringRobustFactory:
-  """Bulyan: repeated-Krum selection, then a per-coordinate mean of the values closest to the median."""
+  """Bulyan: repeated-Krum selection (at least one Krum neighbour, see `robust_statistics.bulyan`), then a
+  per-coordinate mean of the values closest to the median."""
   _check_count('num_byzantine', num_byzantine, 0)
   minimum = 4 * num_byzantine + 3
   return gathering.GatheringRobustFactory(

@@ -31,7 +31,7 @@ def leaf_types(type_spec) -> list:
 
 
 def leaves(value, type_spec) -> list:
-  """The tensors of `value` (a Python container or `Struct` of type `type_spec`) in the order of `leaf_types`."""
+  """The tensors of `value` (Python containers or a `Struct` of type `type_spec`), ordered as `leaf_types`."""
   if isinstance(type_spec, tff.TensorType):
     return [value]
   return [

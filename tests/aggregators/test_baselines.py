@@ -4,10 +4,12 @@ import functools
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import baselines
 from tff_robust.aggregators import privacy
+from tff_robust.aggregators import robust_rules
 from tff_robust.core import robust_statistics
 
 _VALUE_TYPE = tff.to_type([(np.float32, [2, 2]), (np.float32, [3])])
@@ -63,6 +65,43 @@ def test_ties_follow_the_reference(name):
   weights = np.ones(len(points), np.float32)
   result, _ = _aggregate(name, points, weights)
   np.testing.assert_allclose(result, _FACTORIES[name][1](points, weights), atol=1e-6)
+
+
+# Bulyan with f = 1 and m = 7 on a line: repeated Krum selects 6, 28 and 2; then 1, 16, 39, 30 are scored by
+# one neighbour each and 39 and 30 tie (81), the lower index 39 goes; the last step sees 1, 16 and 30, where
+# 16 and 30 are mutual nearest neighbours (196) and 16, the lower index, goes (with 0 neighbours every score
+# would be 0 and the lowest index, 1, the point farthest from the other two, would go). The selected 6, 28,
+# 2, 39, 16 have median 16, and the 3 values closest to it average to (16 + 6 + 28) / 3.
+_LINE = np.array([1, 6, 2, 16, 39, 28, 30], np.float64)[:, None]
+
+
+@pytest.mark.parametrize('offset', [0.0, 2.0**20])  # far from 0, rounding of a Gram matrix would break the ties
+def test_bulyan_breaks_exact_krum_ties_by_the_lowest_index_and_selects_last_by_the_nearest_neighbour(offset):
+  points = _LINE + offset
+  expected = robust_statistics.bulyan(points, np.ones(7), 1)
+  np.testing.assert_allclose(expected, [50 / 3 + offset], rtol=1e-15)
+  result = robust_rules.bulyan(tf.constant(points), tf.ones([7], tf.float64), 1)
+  np.testing.assert_allclose(result.numpy(), expected, rtol=1e-15)
+
+
+def test_bulyan_matches_the_reference_on_random_float32_clouds_of_7_points():
+  # f = 1, m = 7, d = 12: two of the five Krum steps score by one neighbour, where mutual nearest neighbours
+  # tie exactly; the pairwise distances must be exactly symmetric for the lowest index to win.
+  bulyan = tf.function(lambda points: robust_rules.bulyan(points, tf.ones([7]), 1))
+  for seed in range(300):
+    points = np.random.default_rng(seed).normal(size=(7, 12)).astype(np.float32)
+    np.testing.assert_allclose(
+        bulyan(tf.constant(points)).numpy(), robust_statistics.bulyan(points, np.ones(7), 1),
+        rtol=1e-5, atol=1e-6, err_msg=f'seed {seed}',
+    )
+
+
+def test_pairwise_squared_distances_are_exactly_symmetric_and_translation_invariant():
+  points = np.random.default_rng(3).normal(size=(9, 5)) + 1e4
+  distances = robust_rules.pairwise_squared_distances(tf.constant(points)).numpy()
+  np.testing.assert_array_equal(distances, distances.T)
+  differences = np.sum((points[:, None] - points[None]) ** 2, axis=-1)
+  np.testing.assert_allclose(distances, differences, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize('name', sorted(_FACTORIES))

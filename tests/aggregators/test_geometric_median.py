@@ -166,7 +166,7 @@ def test_bad_arguments_name_the_argument(kwargs, error, message):
         (tff.TensorType(np.int32, [3]), _WEIGHT_TYPE, 'value_type'),
         (tff.to_type([(np.float32, [3]), (np.int64, [2])]), _WEIGHT_TYPE, 'value_type'),
         (tff.FederatedType(np.float32, tff.CLIENTS), _WEIGHT_TYPE, 'value_type'),
-        (tff.TensorType(np.float32, [3]), tff.TensorType(np.int32), 'weight_type'),
+        (tff.TensorType(np.float32, [3]), tff.TensorType(np.bool_), 'weight_type'),
         (tff.TensorType(np.float32, [3]), tff.TensorType(np.float32, [2]), 'weight_type'),
     ],
 )

@@ -4,7 +4,9 @@ Each factory is checked against its NumPy reference (whose own properties tests/
 checks) on value types [4], [2, 3] and a named structure of two tensors, with random weights, zero-weight
 clients and client orders; then at scales 2^-100 ... 2^100 (7.9e-31 ... 1.3e30, all representable in
 float32; powers of two keep the float32 inputs exact, so results must scale to float32 precision). Where a
-factory cannot reach that range the test says so and a regression test shows the failure.
+factory cannot reach that range the test says so and a regression test shows the failure. Every factory that
+takes float16 values is also swept over float16's own range (largest entries 2^-2 ... 2^15 below its 65504)
+against the same references, to float16 precision: the arithmetic inside is float32 (issue 25).
 
 A TFF call costs 0.05-1 s and every new process is traced and compiled once (lru_cache below), so the
 examples are few and the shapes and scales come from small fixed sets. Every run draws the same examples
@@ -40,13 +42,15 @@ _SHAPES = {
     'kernel_and_bias': collections.OrderedDict(kernel=[2, 2], bias=[2]),
 }
 _POWERS_OF_TWO = st.integers(-100, 100).map(lambda exponent: 2.0**exponent)  # 7.9e-31 ... 1.3e30
+_FLOAT16_POWERS_OF_TWO = st.integers(-8, 8).map(lambda exponent: 2.0**exponent)
+_FLOAT16_SHAPE = 'kernel_and_bias'
 _F = 1  # num_byzantine of the Krum-based factories.
 
 
-def _value_type(shape):
+def _value_type(shape, dtype=np.float32):
   if isinstance(_SHAPES[shape], dict):
-    return tff.to_type(collections.OrderedDict((k, (np.float32, s)) for k, s in _SHAPES[shape].items()))
-  return tff.TensorType(np.float32, _SHAPES[shape])
+    return tff.to_type(collections.OrderedDict((k, (dtype, s)) for k, s in _SHAPES[shape].items()))
+  return tff.TensorType(dtype, _SHAPES[shape])
 
 
 def _dimension(shape):
@@ -70,15 +74,15 @@ def _flat(result):
 
 
 @functools.lru_cache(maxsize=None)
-def _process(shape, build, *args):
-  """The aggregation process of `_FACTORIES[build](*args)` for `shape`, traced once per session."""
-  return _FACTORIES[build](*args).create(_value_type(shape), _WEIGHT_TYPE)
+def _process(shape, build, *args, dtype=np.float32):
+  """The aggregation process of `_FACTORIES[build](*args)` for `shape` in `dtype`, traced once per session."""
+  return _FACTORIES[build](*args).create(_value_type(shape, dtype), _WEIGHT_TYPE)
 
 
-def _aggregate(shape, points, weights, build, *args):
-  """(flat result, measurements) of one call of the process on rows `points` with `weights`."""
-  process = _process(shape, build, *args)
-  values = [_client_value(shape, row) for row in np.asarray(points, np.float32)]
+def _aggregate(shape, points, weights, build, *args, dtype=np.float32):
+  """(flat result, measurements) of one call of the process on rows `points` (as `dtype`) with `weights`."""
+  process = _process(shape, build, *args, dtype=dtype)
+  values = [_client_value(shape, row) for row in np.asarray(points, dtype)]
   output = process.next(process.initialize(), values, [np.float32(w) for w in weights])
   return _flat(output.result), output.measurements
 
@@ -125,6 +129,11 @@ def _clouds(draw, min_points=4 * _F + 3, max_points=9, max_zero_weights=2, shape
 
 def _spread(points):
   return float(np.max(np.abs(points))) or 1.0
+
+
+def _in_float16(points, scale):
+  """`points` scaled to largest |entry| 2^6 * scale (at most 2^14 < 65504 for scale <= 2^8), in float16."""
+  return (points / _spread(points) * 2.0**6 * scale).astype(np.float16)
 
 
 def _used(points, weights):
@@ -174,6 +183,18 @@ def test_gathering_factories_are_finite_and_scale_from_2_to_the_minus_100_to_2_t
   scaled, _ = _aggregate(shape, points * np.float32(scale), weights, name)
   assert np.all(np.isfinite(scaled))
   np.testing.assert_allclose(scaled, scale * _aggregate(shape, points, weights, name)[0], rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize('name', sorted(_GATHERING_REFERENCES))
+@_SETTINGS
+@given(cloud=_clouds(shapes=(_FLOAT16_SHAPE,)), scale=_FLOAT16_POWERS_OF_TWO)
+def test_gathering_factories_match_their_references_on_float16_values_at_float16_scales(name, cloud, scale):
+  shape, points, weights = cloud
+  points = _in_float16(points, scale)
+  result, _ = _aggregate(shape, points, weights, name, dtype=np.float16)
+  assert np.all(np.isfinite(result))
+  expected = _GATHERING_REFERENCES[name](*_used(points, weights))
+  np.testing.assert_allclose(result, expected, rtol=1e-3, atol=1e-6 * _spread(points))
 
 
 @pytest.mark.parametrize('name', sorted(_GATHERING_REFERENCES))
@@ -270,6 +291,38 @@ def test_geometric_median_factory_returns_the_point_that_every_client_sent(shape
 
 @_SETTINGS
 @given(
+    init=st.sampled_from(['mean', 'zero']),
+    scale=st.integers(-14, 15).map(lambda exponent: 2.0**exponent),
+    weights=hnp.arrays(np.float32, st.integers(1, 8), elements=st.floats(0.125, 8.0, width=32)),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_geometric_median_factory_returns_the_float16_point_that_every_client_sent(init, scale, weights, seed):
+  # Issue 25: at the iterate the Weiszfeld weights alpha / nu = 1e6 overflowed float16 in the inner mean and
+  # the aggregate was zeroed (two clients sending [1, 2] got [0, 0]). Entries up to 2^15, subnormal ones too.
+  point = np.random.default_rng(seed).uniform(-1, 1, _dimension(_FLOAT16_SHAPE))
+  point = (point / np.max(np.abs(point)) * scale).astype(np.float16)
+  result, _ = _aggregate(
+      _FLOAT16_SHAPE, np.tile(point, (len(weights), 1)), weights, 'geometric_median', 3, init, 1e-6,
+      dtype=np.float16,
+  )
+  np.testing.assert_array_equal(result, point)
+
+
+@_SETTINGS
+@given(cloud=_clouds(min_points=1, shapes=(_FLOAT16_SHAPE,)), scale=_FLOAT16_POWERS_OF_TWO)
+def test_geometric_median_factory_matches_smoothed_weiszfeld_on_float16_values_at_float16_scales(cloud, scale):
+  shape, points, weights = cloud
+  points = _in_float16(points, scale)
+  result, measurements = _aggregate(
+      shape, points, weights, 'geometric_median', 3, 'mean', 1e-6, dtype=np.float16
+  )
+  reference = weiszfeld.smoothed_weiszfeld(*_used(points, weights), num_passes=3, smoothing=1e-6, init='mean')
+  assert np.all(np.isfinite(result)) and np.all(np.isfinite(measurements['objective']))
+  np.testing.assert_allclose(result, reference.iterates[-1], rtol=1e-3, atol=1e-5 * _spread(points))
+
+
+@_SETTINGS
+@given(
     cloud=_clouds(min_points=1, max_points=4, shapes=('vector',)),
     share=st.floats(0.75, 0.95),
     seed=st.integers(0, 2**32 - 1),
@@ -349,6 +402,28 @@ def test_delta_median_factory_returns_the_point_that_every_client_sent(shape, no
   np.testing.assert_allclose(result, point, rtol=1e-6, atol=0)
 
 
+@_SETTINGS
+@given(
+    norm_and_solver=st.sampled_from(_NORMS_AND_SOLVERS),
+    cloud=_clouds(min_points=1, shapes=(_FLOAT16_SHAPE,)),
+    scale=_FLOAT16_POWERS_OF_TWO,
+)
+def test_delta_median_factory_matches_the_fedplus_iterations_on_float16_values_at_float16_scales(
+    norm_and_solver, cloud, scale
+):
+  # Issue 25: float16 values failed inside the computation (a float16 value times a float32 weight).
+  shape, points, weights = cloud
+  points = _in_float16(points, scale)
+  norm, solver = norm_and_solver
+  result, measurements = _aggregate(shape, points, weights, 'delta_median', norm, solver, 0.5, dtype=np.float16)
+  used_points, used_weights = _used(points, weights)
+  reference = fedplus.aggregate(
+      used_points, 0.5, norm, weights=used_weights, solver=solver, max_iterations=5, tolerance=0.0
+  )
+  assert np.all(np.isfinite(result)) and np.isfinite(measurements['step_norm'])
+  np.testing.assert_allclose(result, reference.aggregate, rtol=1e-3, atol=1e-5 * _spread(points))
+
+
 # ---------------------------------------------------------------------------------------------------
 # Quantile factories (Delta-FL): exact (gathered) and secure (MM by secure averages).
 
@@ -356,15 +431,16 @@ _SCALAR = tff.TensorType(np.float32)
 
 
 @functools.lru_cache(maxsize=None)
-def _quantile_process(kind, level):
+def _quantile_process(kind, level, dtype=np.float32):
+  value_type = tff.TensorType(dtype)
   if kind == 'exact':
-    return quantile.exact_quantile_factory(level).create(_SCALAR, _SCALAR)
-  return quantile.SecureQuantileFactory(level, num_passes=5).create(_SCALAR, _SCALAR)
+    return quantile.exact_quantile_factory(level).create(value_type, _SCALAR)
+  return quantile.SecureQuantileFactory(level, num_passes=5).create(value_type, _SCALAR)
 
 
-def _quantile(kind, level, values, weights):
-  process = _quantile_process(kind, level)
-  output = process.next(process.initialize(), [np.float32(v) for v in values], [np.float32(w) for w in weights])
+def _quantile(kind, level, values, weights, dtype=np.float32):
+  process = _quantile_process(kind, level, dtype)
+  output = process.next(process.initialize(), [dtype(v) for v in values], [np.float32(w) for w in weights])
   return output.result, output.measurements
 
 
@@ -408,33 +484,68 @@ def test_secure_quantile_factory_matches_the_mm_iterates_and_is_finite_at_every_
   assert measurements['tolerance'] == pytest.approx(tolerance, rel=1e-4)
 
 
+@pytest.mark.parametrize('kind', ['exact', 'secure'])
+@_SETTINGS
+@given(
+    level=st.sampled_from([0.2, 0.5, 0.8]),
+    values=hnp.arrays(np.float16, st.integers(1, 10), elements=st.integers(1, 128).map(lambda n: n / 8)),
+    weights=st.data(),
+    scale=_FLOAT16_POWERS_OF_TWO,
+)
+def test_quantile_factories_on_float16_values_match_their_references_at_float16_scales(
+    kind, level, values, weights, scale
+):
+  # Values n/8 * 2^k, exact in float16, from 2^-11 to 2^12. Issue 25: the secure quantile's MM weights 1 / e_k
+  # (up to 1 / nu) overflowed float16 and the result was NaN.
+  weights = weights.draw(hnp.arrays(np.float32, len(values), elements=st.floats(0.125, 8.0, width=32)))
+  values = (values * np.float16(scale)).astype(np.float16)
+  result, measurements = _quantile(kind, level, values, weights, dtype=np.float16)
+  assert result.dtype == np.float16 and np.isfinite(result)
+  if kind == 'exact':
+    assert result == superquantile.weighted_quantile(values, weights, level, end='upper')
+    return
+  estimate, tolerance = superquantile.mm_quantile_iterates(
+      values, weights, level, initial_estimate=0.0, num_passes=5, relative_smoothing=1e-2
+  )[-1]
+  assert result == pytest.approx(estimate, rel=1e-3)
+  assert measurements['tolerance'] == pytest.approx(tolerance, rel=1e-4)
+
+
 # ---------------------------------------------------------------------------------------------------
-# Norm clipping (TFF's clipping_factory around a weighted mean).
+# Norm clipping (`norm_clipping.NormClippingFactory`: each update clipped, then a weighted mean).
+
+
+def _clipped_mean(points, weights):
+  rows = points.astype(np.float64)
+  clipped = rows * np.minimum(1.0, 1.0 / np.maximum(np.linalg.norm(rows, axis=1), 1e-300))[:, None]
+  return np.average(clipped, axis=0, weights=weights)
 
 
 @_SETTINGS
-@given(cloud=_clouds(min_points=1), largest_norm=st.integers(-100, 60).map(lambda exponent: 2.0**exponent))
-def test_norm_clipping_factory_clips_each_update_to_norm_1_then_averages_up_to_norms_of_2_to_the_60(
+@given(cloud=_clouds(min_points=1), largest_norm=_POWERS_OF_TWO)
+def test_norm_clipping_factory_clips_each_update_to_norm_1_then_averages_up_to_norms_of_2_to_the_100(
     cloud, largest_norm
 ):
-  # Above ~1.8e19 TFF 0.87 squares the norm in float32 and overflows: see the regression test below.
+  # TFF's clipping_factory, used before, squared each norm in float32: above ~1.8e19 it was inf and the update
+  # was zeroed instead of clipped (a float16 update above norm 256 too).
   shape, points, weights = cloud
   norms = np.linalg.norm(points.astype(np.float64), axis=1)
   points = (points * np.float32(largest_norm / norms.max())).astype(np.float32)
   result, _ = _aggregate(shape, points, weights, 'norm_clipping', 1.0)
-  rows = points.astype(np.float64)
-  clipped = rows * np.minimum(1.0, 1.0 / np.maximum(np.linalg.norm(rows, axis=1), 1e-300))[:, None]
-  np.testing.assert_allclose(result, np.average(clipped, axis=0, weights=weights), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(result, _clipped_mean(points, weights), rtol=1e-5, atol=1e-6)
   assert np.linalg.norm(result) <= 1.0 + 1e-6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="TFF 0.87's clipping_factory squares the update norm in float32: an update of norm > ~1.8e19 gets "
-    'norm inf and is divided by inf, i.e. zeroed instead of clipped to the clipping norm',
-)
+@_SETTINGS
+@given(cloud=_clouds(min_points=1, shapes=(_FLOAT16_SHAPE,)), scale=_FLOAT16_POWERS_OF_TWO)
+def test_norm_clipping_factory_clips_float16_updates_to_norm_1_at_float16_scales(cloud, scale):
+  shape, points, weights = cloud
+  points = _in_float16(points, scale)  # norms up to 2^14 * sqrt(6), their squares far beyond float16
+  result, _ = _aggregate(shape, points, weights, 'norm_clipping', 1.0, dtype=np.float16)
+  np.testing.assert_allclose(result, _clipped_mean(points, weights), rtol=1e-3, atol=1e-3)
+
+
 def test_norm_clipping_factory_clips_an_update_whose_squared_norm_overflows_float32():
   points = np.array([[2e19, 0, 0, 0], [0, 0.5, 0, 0]], np.float32)
   result, _ = _aggregate('vector', points, np.ones(2), 'norm_clipping', 1.0)
-  np.testing.assert_allclose(result, [0.5, 0.25, 0, 0], rtol=1e-6)  # got [0, 0.25, 0, 0]
+  np.testing.assert_allclose(result, [0.5, 0.25, 0, 0], rtol=1e-6)  # TFF's clipping_factory: [0, 0.25, 0, 0]

@@ -92,6 +92,20 @@ def test_default_passes_agree_with_the_exact_filter_on_at_least_98_percent_of_de
     assert np.mean(agreements) >= 0.98, (theta, np.mean(agreements))
 
 
+@pytest.mark.parametrize('values, weights, level', [
+    ([0.0, 1.0, 1.0], [1, 1, 1], 0.5),  # issue 20, item 11: 0.00107 after the default 30 passes
+    ([0.0, 0.0, 2.0, 3.0, 40.0], [1, 2, 1, 4, 1], 0.5),
+    ([0.0, 0.5, 7.0], [30, 10, 80], 0.8),
+    ([0.0, 1e-3, 2e-3], [1, 1, 1], 0.5),
+])
+def test_default_passes_from_zero_reach_the_quantile_when_a_loss_is_exactly_zero(values, weights, level):
+  # A device the model fits perfectly has loss 0; at the start mu_0 = 0 the MM guard must not give it the
+  # weight 1 / 1e-12 that kept the estimate near 0 for the default passes.
+  output = _secure(level).next(_secure(level).initialize(), _f32(values), _f32(weights))
+  exact = superquantile.weighted_quantile(values, weights, level, end='upper')
+  assert abs(output.result - exact) <= output.measurements['tolerance'], (output.result, exact)
+
+
 def test_secure_quantile_with_secure_sums_is_close_to_the_exact_quantile():
   secure_mean = tff.aggregators.MeanFactory(
       value_sum_factory=tff.aggregators.SecureSumFactory(1000.0, -1000.0),

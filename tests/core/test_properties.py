@@ -256,10 +256,10 @@ def test_krum_commutes_with_every_similarity_and_its_scores_scale_quadratically(
   )
 
 
-# Bulyan's repeated Krum makes its last selection among 2f + 1 points, each scored over f - 1 neighbours:
-# for f = 1 every score is 0, for f = 2 the two points of the closest pair share the lowest score. Ties go
-# to the lowest client index, so for generic points the result depends on the order of the clients. From
-# f = 3 on the last scores use >= 2 neighbours and generic points have no ties.
+# Bulyan's repeated Krum makes its last selection among 2f + 1 points, each scored over max(1, f - 1)
+# neighbours: for f = 1 and f = 2 the two points of the closest pair share the lowest score. Ties go to the
+# lowest client index, so for generic points the result depends on the order of the clients. From f = 3 on
+# the last scores use >= 2 neighbours and generic points have no ties.
 _BULYAN_DEPENDS_ON_CLIENT_ORDER = pytest.mark.xfail(
     strict=True, reason='Bulyan with num_byzantine 1 or 2 breaks generic Krum-score ties by client index'
 )

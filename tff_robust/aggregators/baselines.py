@@ -2,15 +2,13 @@
 
 Coordinate-wise median and trimmed mean (Yin et al., 2018), multi-Krum (Blanchard et al., 2017), Bulyan
 (El Mhamdi et al., 2018): gather-based, NOT secure-aggregation compatible (see `gathering`). Norm clipping
-(Sun et al., 2019) is TFF's own `clipping_factory` around a weighted mean and is secure-compatible.
+(Sun et al., 2019) clips each update before a weighted mean and is secure-compatible (see `norm_clipping`).
 """
 
-import math
 from typing import Optional
 
-import tensorflow_federated as tff
-
 from tff_robust.aggregators import gathering
+from tff_robust.aggregators import norm_clipping
 from tff_robust.aggregators import robust_rules
 
 
@@ -53,7 +51,8 @@ def multi_krum_factory(num_byzantine: int, num_selected: Optional[int] = None) -
 
 
 def bulyan_factory(num_byzantine: int) -> gathering.GatheringRobustFactory:
-  """Bulyan: repeated-Krum selection, then a per-coordinate mean of the values closest to the median."""
+  """Bulyan: repeated-Krum selection (at least one Krum neighbour, see `robust_statistics.bulyan`), then a
+  per-coordinate mean of the values closest to the median."""
   _check_count('num_byzantine', num_byzantine, 0)
   minimum = 4 * num_byzantine + 3
   return gathering.GatheringRobustFactory(
@@ -64,8 +63,6 @@ def bulyan_factory(num_byzantine: int) -> gathering.GatheringRobustFactory:
   )
 
 
-def norm_clipping_factory(clipping_norm: float) -> tff.aggregators.WeightedAggregationFactory:
-  """Scales each update by min(1, clipping_norm / ||update||), then takes the weighted mean (TFF's own)."""
-  if not isinstance(clipping_norm, (int, float)) or not math.isfinite(clipping_norm) or clipping_norm <= 0:
-    raise ValueError(f'clipping_norm must be a finite number > 0, got {clipping_norm!r}')
-  return tff.aggregators.clipping_factory(float(clipping_norm), tff.aggregators.MeanFactory())
+def norm_clipping_factory(clipping_norm: float) -> norm_clipping.NormClippingFactory:
+  """Scales each update by min(1, clipping_norm / ||update||), then takes the weighted mean."""
+  return norm_clipping.NormClippingFactory(clipping_norm)

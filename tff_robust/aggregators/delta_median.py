@@ -23,10 +23,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import prox_ops
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
+from tff_robust.aggregators import widening
 
 NORMS = ('l2', 'l1')
 SOLVERS = ('irls', 'fixed_point')
@@ -42,6 +42,11 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
 
   Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; with
   no weight left the aggregate is zero.
+
+  Types: what `tff.aggregators.MeanFactory` takes (floating values of any width, also mixed in a structure;
+  a floating or integer scalar weight). The values are summed in float32 (float64 if a tensor is float64),
+  weights are float32 (float64 with float64 values or weights), and the result has the value's dtypes
+  (`widening`); `sum_factory` is created for those widened types.
 
   Measurements:
     - `secure_average_calls`: sum-process calls per aggregation, `max_iterations + 1`.
@@ -100,27 +105,34 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
     type_checks.check_weight_type(weight_type)
     norm, delta, solver, tolerance = self._norm, self._delta, self._solver, self._tolerance
     coordinate_weights = solver == 'irls' and norm == 'l1'
-    mean_summand_type = tff.StructType([value_type, weight_type])
-    step_summand_type = tff.StructType([value_type, value_type]) if coordinate_weights else mean_summand_type
+    # Computed in float32 or wider (`widening`): a_k x_k and the sums overflow float16 long before float32.
+    wide_type = widening.wide_value_type(value_type)
+    weight_dtype = widening.scalar_dtype(value_type, weight_type)
+    wide_weight_type = tff.TensorType(weight_dtype)
+    mean_summand_type = tff.StructType([wide_type, wide_weight_type])
+    step_summand_type = tff.StructType([wide_type, wide_type]) if coordinate_weights else mean_summand_type
     mean_sum = self._sum_factory.create(mean_summand_type)
     step_sum = self._sum_factory.create(step_summand_type)
-    drop_nonfinite = nonfinite.build_drop_nonfinite(value_type, weight_type)
+    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
 
-    @tff.tensorflow.computation(value_type, weight_type)
+    def times(scalar, tensor):
+      return tf.cast(scalar, tensor.dtype) * tensor
+
+    @tff.tensorflow.computation(wide_type, wide_weight_type)
     def weighted_value(value, weight):
-      return tf.nest.map_structure(lambda v: weight * v, value), weight
+      return tf.nest.map_structure(lambda v: times(weight, v), value), weight
 
-    @tff.tensorflow.computation(value_type, weight_type, value_type)
+    @tff.tensorflow.computation(wide_type, wide_weight_type, wide_type)
     def step_summand(value, weight, center):
       """'fixed_point': (a_k r_k, a_k), r_k the clipped residual; 'irls': (omega_k w_k, omega_k)."""
       difference = tf.nest.map_structure(tf.subtract, value, center)
       factor = prox_ops.clip_factor(difference, norm, delta)
       source = difference if solver == 'fixed_point' else value
       if norm == 'l2':
-        scaled = weight * factor
-        numerator = tf.nest.map_structure(lambda x: scaled * x, source)
+        scaled = weight * tf.cast(factor, weight_dtype)
+        numerator = tf.nest.map_structure(lambda x: times(scaled, x), source)
       else:
-        scaled = tf.nest.map_structure(lambda f: weight * f, factor)
+        scaled = tf.nest.map_structure(lambda f: times(weight, f), factor)
         numerator = tf.nest.map_structure(tf.multiply, scaled, source)
       return numerator, (weight if solver == 'fixed_point' else scaled)
 
@@ -130,21 +142,24 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
         return tff.structure.to_odict_or_tuple(structure)
       return structure
 
+    def divide_no_nan(numerator, denominator):
+      return tf.math.divide_no_nan(numerator, tf.cast(denominator, numerator.dtype))
+
     def quotient(sums, per_coordinate):
       """numerator / denominator (0 where the denominator is 0), flattened in tf.nest's order."""
       numerator, denominator = sums
       numerator = tf.nest.flatten(as_nest(numerator))
       if per_coordinate:
-        return [tf.math.divide_no_nan(n, d) for n, d in zip(numerator, tf.nest.flatten(as_nest(denominator)))]
-      return [tf.math.divide_no_nan(n, denominator) for n in numerator]
+        return [divide_no_nan(n, d) for n, d in zip(numerator, tf.nest.flatten(as_nest(denominator)))]
+      return [divide_no_nan(n, denominator) for n in numerator]
 
     @tff.tensorflow.computation(mean_summand_type)
     def weighted_mean(sums):
       # The value's own structure: tf.nest sorts mapping keys, so a flat list would not follow value_type.
       numerator, denominator = sums
-      return tf.nest.map_structure(lambda n: tf.math.divide_no_nan(n, denominator), as_nest(numerator))
+      return tf.nest.map_structure(lambda n: divide_no_nan(n, denominator), as_nest(numerator))
 
-    @tff.tensorflow.computation(value_type, step_summand_type, tff.TensorType(np.int32),
+    @tff.tensorflow.computation(wide_type, step_summand_type, tff.TensorType(np.int32),
                                 tff.TensorType(np.float32))
     def server_step(center, sums, iterations, step_norm):
       """The next iterate, unless the iteration has converged (then everything is kept)."""
@@ -161,9 +176,10 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
           tf.where(converged, step_norm, new_step_norm),
       )
 
-    @tff.tensorflow.computation(tff.TensorType(np.float32), value_type)
+    @tff.tensorflow.computation(tff.TensorType(np.float32), wide_type)
     def finish(step_norm, center):
-      """(converged flag, the aggregate with a non-finite result replaced by zeros)."""
+      """(converged flag, the aggregate in the value's dtypes, a non-finite one replaced by zeros)."""
+      center = widening.narrow(center, value_type)
       return (
           tf.cast(step_norm <= tolerance, tf.int32),
           structure_math.zeros_where(tf.logical_not(structure_math.all_finite(center)), center),
@@ -179,7 +195,7 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
         tff.FederatedType(weight_type, tff.CLIENTS),
     )
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(drop_nonfinite, (value, weight))
+      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
       value, weight = sanitized[0], sanitized[1]
       mean_output = mean_sum.next(state[0], tff.federated_map(weighted_value, (value, weight)))
       center = tff.federated_map(weighted_mean, mean_output.result)

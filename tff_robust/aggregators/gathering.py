@@ -3,9 +3,12 @@
 Coordinate-wise median, trimmed mean, multi-Krum and Bulyan need the individual updates, which secure
 aggregation exists to hide. `GatheringRobustFactory` gathers them to the server with
 `tff.federated_aggregate` (accumulate = append a row), so these are simulation baselines;
-`privacy.non_secure_intrinsics` flags them. Each update is flattened to one float32 vector; rows that are
-not finite or have weight <= 0 are dropped and counted; a round with fewer usable rows than the rule needs
-returns a zero update (a no-op server step) and reports `insufficient_clients = 1` instead of failing.
+`privacy.non_secure_intrinsics` flags them. Each update is flattened to one vector, float64 if a value
+tensor or the weight is float64 and float32 otherwise (`widening.scalar_dtype`: the types
+`tff.aggregators.MeanFactory` takes, float16 values and integer weights included), and the result is cast
+back to the value's dtypes; rows that are not finite or have weight <= 0 are dropped and counted; a round with fewer usable
+rows than the rule needs returns a zero update (a no-op server step) and reports `insufficient_clients = 1`
+instead of failing.
 """
 
 import collections
@@ -16,6 +19,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import type_checks
+from tff_robust.aggregators import widening
 
 
 class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
@@ -49,23 +53,24 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
-    leaf_types = _leaf_types(value_type)
+    leaf_types = widening.leaf_types(value_type)
     sizes = [int(np.prod(t.shape, dtype=np.int64)) for t in leaf_types]
     dimension = sum(sizes)
-    gathered_type = (tff.TensorType(np.float32, [None, dimension]), tff.TensorType(np.float32, [None]))
-    row_type = (tff.TensorType(np.float32, [dimension]), tff.TensorType(np.float32))
+    dtype = widening.scalar_dtype(value_type, weight_type)
+    gathered_type = (tff.TensorType(dtype, [None, dimension]), tff.TensorType(dtype, [None]))
+    row_type = (tff.TensorType(dtype, [dimension]), tff.TensorType(dtype))
     rule, accepts = self._rule, self._accepts
 
     @tff.tensorflow.computation(value_type, weight_type)
     def flatten(value, weight):
-      vector = tf.concat([tf.reshape(tf.cast(t, tf.float32), [-1]) for t in _leaves(value, value_type)], 0)
-      return vector, tf.cast(weight, tf.float32)
+      vector = tf.concat([tf.reshape(tf.cast(t, dtype), [-1]) for t in widening.leaves(value, value_type)], 0)
+      return vector, tf.cast(weight, dtype)
 
     @tff.tensorflow.computation
     def empty():
       return (
-          tf.compat.v1.placeholder_with_default(tf.zeros([0, dimension]), [None, dimension]),
-          tf.compat.v1.placeholder_with_default(tf.zeros([0]), [None]),
+          tf.compat.v1.placeholder_with_default(tf.zeros([0, dimension], dtype), [None, dimension]),
+          tf.compat.v1.placeholder_with_default(tf.zeros([0], dtype), [None]),
       )
 
     @tff.tensorflow.computation(gathered_type, row_type)
@@ -87,18 +92,18 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
       usable = tf.logical_and(usable, tf.logical_and(tf.math.is_finite(weights), weights > 0))
       rows, weights = tf.boolean_mask(rows, usable), tf.boolean_mask(weights, usable)
       enough = accepts(tf.shape(rows)[0])
-      vector = tf.cond(enough, lambda: rule(rows, weights), lambda: tf.zeros([dimension]))
-      vector = tf.where(tf.math.is_finite(vector), vector, tf.zeros_like(vector))
+      vector = tf.cond(enough, lambda: rule(rows, weights), lambda: tf.zeros([dimension], dtype))
       leaves = [
           tf.cast(tf.reshape(piece, t.shape), t.dtype)
           for piece, t in zip(tf.split(vector, sizes), leaf_types)
       ]
+      leaves = [tf.where(tf.math.is_finite(leaf), leaf, tf.zeros_like(leaf)) for leaf in leaves]
       measurements = collections.OrderedDict(
           num_nonfinite_clients=tf.reduce_sum(tf.cast(tf.logical_not(usable), tf.int32)),
           num_clients_used=tf.shape(rows)[0],
           insufficient_clients=tf.cast(tf.logical_not(enough), tf.int32),
       )
-      return _pack(value_type, iter(leaves)), measurements
+      return widening.pack(value_type, iter(leaves)), measurements
 
     @tff.federated_computation()
     def init_fn():
@@ -118,33 +123,3 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
 
     return tff.templates.AggregationProcess(init_fn, next_fn)
 
-
-def _leaf_types(value_type) -> list:
-  if isinstance(value_type, tff.TensorType):
-    return [value_type]
-  return [leaf for _, element in tff.structure.to_elements(value_type) for leaf in _leaf_types(element)]
-
-
-def _leaves(value, value_type) -> list:
-  """The tensors of `value` in the order of `value_type`'s elements, the order of `_leaf_types` and `_pack`.
-
-  (`tf.nest.flatten` sorts the keys of a mapping instead, which would move coordinates between the tensors
-  of a named structure whose keys are not sorted.)
-  """
-  if isinstance(value_type, tff.TensorType):
-    return [value]
-  return [
-      leaf
-      for index, (name, element) in enumerate(tff.structure.to_elements(value_type))
-      for leaf in _leaves(value[name] if isinstance(value, dict) else value[index], element)
-  ]
-
-
-def _pack(value_type, leaves):
-  """Rebuilds `value_type`'s nesting (names kept) from an iterator over its leaf tensors, in order."""
-  if isinstance(value_type, tff.TensorType):
-    return next(leaves)
-  elements = tff.structure.to_elements(value_type)
-  if all(name is None for name, _ in elements):
-    return [_pack(element, leaves) for _, element in elements]
-  return collections.OrderedDict((name, _pack(element, leaves)) for name, element in elements)

@@ -15,9 +15,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
+from tff_robust.aggregators import widening
 
 INITS = ('mean', 'zero')
 
@@ -35,6 +35,11 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
 
   Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; if no
   weight is left the aggregate is zero, never NaN.
+
+  Types: what `tff.aggregators.MeanFactory` takes (floating values of any width, also mixed in a structure;
+  a floating or integer scalar weight). The values are averaged in float32 (float64 if a tensor is float64),
+  weights, distances and the beta_i are float32 (float64 with float64 values or weights), and the result has
+  the value's dtypes (`widening`); `mean_factory` is created for those widened types.
 
   Measurements:
     - `secure_average_calls`: inner weighted-mean calls used (= `num_passes`).
@@ -86,33 +91,38 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
-    mean_process = self._mean_factory.create(value_type, weight_type)
+    # Computed in float32 or wider (`widening`): the Weiszfeld weights reach alpha / nu (1e6 by default).
+    wide_type = widening.wide_value_type(value_type)
+    weight_dtype = widening.scalar_dtype(value_type, weight_type)
+    wide_weight_type = tff.TensorType(weight_dtype)
+    mean_process = self._mean_factory.create(wide_type, wide_weight_type)
     smoothing = self._smoothing
 
     def weiszfeld_weight(value, weight, center):
       """beta_i = alpha_i / max(nu, ||v - w_i||), and alpha_i ||v - w_i|| for the objective (eq. 6)."""
       distance = structure_math.global_l2_norm(tf.nest.map_structure(tf.subtract, value, center))
-      distance = tf.cast(distance, weight.dtype)
-      beta = weight / tf.maximum(tf.constant(smoothing, weight.dtype), distance)
+      distance = tf.cast(distance, weight_dtype)
+      beta = weight / tf.maximum(tf.constant(smoothing, weight_dtype), distance)
       weighted_distance = tf.where(weight > 0, weight * distance, tf.zeros_like(weight))
       return beta, weighted_distance
 
-    drop_nonfinite = nonfinite.build_drop_nonfinite(value_type, weight_type)
+    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
 
-    @tff.tensorflow.computation(value_type, weight_type, value_type)
+    @tff.tensorflow.computation(wide_type, wide_weight_type, wide_type)
     def weiszfeld_weight_at(value, weight, center):
       return weiszfeld_weight(value, weight, center)
 
-    @tff.tensorflow.computation(value_type, weight_type)
+    @tff.tensorflow.computation(wide_type, wide_weight_type)
     def weiszfeld_weight_at_origin(value, weight):
       return weiszfeld_weight(value, weight, tf.nest.map_structure(tf.zeros_like, value))
 
-    @tff.tensorflow.computation(weight_type, weight_type)
+    @tff.tensorflow.computation(wide_weight_type, wide_weight_type)
     def divide_no_nan(numerator, denominator):
       return tf.math.divide_no_nan(numerator, denominator)
 
-    @tff.tensorflow.computation(value_type)
-    def zeros_if_nonfinite(center):
+    @tff.tensorflow.computation(wide_type)
+    def narrow_or_zeros_if_nonfinite(center):
+      center = widening.narrow(center, value_type)
       return structure_math.zeros_where(tf.logical_not(structure_math.all_finite(center)), center)
 
     @tff.federated_computation()
@@ -125,7 +135,7 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
         tff.FederatedType(weight_type, tff.CLIENTS),
     )
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(drop_nonfinite, (value, weight))
+      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
       value, weight, nonfinite = sanitized[0], sanitized[1], sanitized[2]
       total_weight = tff.federated_sum(weight)
 
@@ -149,13 +159,13 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
 
       measurements = collections.OrderedDict(
           secure_average_calls=tff.federated_value(self._num_passes, tff.SERVER),
-          objective=_stack_at_server(objectives, weight_type.dtype),
+          objective=_stack_at_server(objectives, weight_dtype),
           num_nonfinite_clients=tff.federated_sum(nonfinite),
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(
           state=state,
-          result=tff.federated_map(zeros_if_nonfinite, center),
+          result=tff.federated_map(narrow_or_zeros_if_nonfinite, center),
           measurements=tff.federated_zip(measurements),
       )
 

@@ -18,12 +18,16 @@ PSI_KINDS = ('squared_l2', 'l2', 'l1')
 
 
 def clip_factor(difference, norm: str, delta: float):
-  """min(1, delta / |d|): one scalar for the whole structure ('l2'), or a structure of factors ('l1')."""
+  """min(1, delta / |d|): one scalar for the whole structure ('l2'), or a structure of factors ('l1').
+
+  The 'l2' factor has the dtype of `structure_math.global_l2_norm` (float64 if a tensor is float64, else
+  float32): cast it to each tensor's dtype before multiplying.
+  """
   if norm == 'l1':
-    return tf.nest.map_structure(lambda d: tf.minimum(1.0, delta / tf.maximum(tf.abs(d), delta)), difference)
+    return tf.nest.map_structure(lambda d: tf.minimum(delta / tf.maximum(tf.abs(d), delta), 1.0), difference)
   if norm == 'l2':
-    distance = tf.cast(structure_math.global_l2_norm(difference), tf.nest.flatten(difference)[0].dtype)
-    return tf.minimum(1.0, delta / tf.maximum(distance, delta))
+    distance = structure_math.global_l2_norm(difference)
+    return tf.minimum(delta / tf.maximum(distance, delta), 1.0)
   raise ValueError(f"norm must be 'l2' or 'l1', got {norm!r}")
 
 
@@ -33,5 +37,5 @@ def prox(v, kind: str, delta: float):
     return tf.nest.map_structure(lambda x: x / (1.0 + delta), v)
   factor = clip_factor(v, kind, delta)
   if kind == 'l2':
-    return tf.nest.map_structure(lambda x: (1.0 - factor) * x, v)
+    return tf.nest.map_structure(lambda x: (1.0 - tf.cast(factor, x.dtype)) * x, v)
   return tf.nest.map_structure(lambda f, x: (1.0 - f) * x, factor, v)

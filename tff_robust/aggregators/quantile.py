@@ -7,9 +7,11 @@ with the semantics of `tff_robust.core.superquantile` (the 'upper' end of a tied
 * `exact_quantile_factory` (Algorithm 2): gathers the (value, weight) pairs with `tff.federated_aggregate`,
   which reveals every value to the server: NOT secure-aggregation compatible.
 * `SecureQuantileFactory` (Algorithm 3): majorization-minimization of the check loss, corrected eq. (17),
-  each pass one call of an inner weighted-mean process on the 2-vector (x_k / e_k, 1 / e_k):
-      e_k = max(nu_t, |x_k - mu_t|),   (N_t, D_t) = weighted mean,   mu_{t+1} = (N_t + 2 tau - 1) / D_t,
-  so no individual value leaves a client. The estimate warm-starts from the previous call's result.
+  each pass one call of an inner weighted-mean process on the 3-vector (x_k / e_k, 1 / e_k, |x_k - mu_t|):
+      e_k = max(nu_t, |x_k - mu_t|),   (N_t, D_t, d_t) = weighted mean,   mu_{t+1} = (N_t + 2 tau - 1) / D_t,
+  with the guard nu_t = max(1e-12, relative_smoothing max(|mu_t|, d_{t-1})) at the scale of the values
+  (`core.superquantile`), so no individual value leaves a client. The estimate and the mean distance
+  warm-start from the previous call's.
 """
 
 import collections
@@ -20,9 +22,9 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import gathering
-from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import robust_rules
 from tff_robust.aggregators import type_checks
+from tff_robust.aggregators import widening
 from tff_robust.core import superquantile
 
 
@@ -52,16 +54,21 @@ def exact_quantile_factory(level: float) -> gathering.GatheringRobustFactory:
 class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
   """Weighted `level`-quantile of scalar client values from `num_passes` secure weighted averages.
 
-  State: the inner mean process's state and the current estimate (`initial_estimate` before the first
-  call), from which the next call starts (warm start).
+  State: the inner mean process's state, the current estimate (`initial_estimate` before the first call)
+  and the mean distance d of the last pass (0 before the first call), from which the next call starts
+  (warm start).
 
   Measurements:
     - `secure_average_calls`: inner weighted-mean calls (= `num_passes`).
-    - `tolerance`: the guard nu_K = max(1e-12, relative_smoothing |mu_K|) at the result. The smoothed MM
-      fixed point lies within nu of the exact quantile, so a filter `x >= result - tolerance` keeps the
-      value at the quantile.
+    - `tolerance`: the guard nu_K = max(1e-12, relative_smoothing max(|mu_K|, d_{K-1})) at the result. The
+      smoothed MM fixed point lies within nu of the exact quantile, so a filter `x >= result - tolerance`
+      keeps the value at the quantile.
     - `num_nonfinite_clients`: clients whose value or weight was not finite (they get weight 0).
     - `mean`: measurements of the last inner mean call.
+
+  Types: a floating scalar value of any width and a floating or integer scalar weight. The MM arithmetic,
+  the state's estimate and `tolerance` are float32 (float64 with a float64 value or weight: the weights
+  1 / e_k reach 1 / nu), `mean_factory` is created for that dtype, and the result has the value's dtype.
   """
 
   def __init__(
@@ -106,37 +113,53 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_float_scalar('value_type', value_type)
     type_checks.check_weight_type(weight_type)
-    dtype = value_type.dtype
-    mean_process = self._mean_factory.create(tff.TensorType(dtype, [2]), weight_type)
+    # The MM weights 1 / e_k reach 1 / nu: computed in float32 or wider whatever the value's dtype.
+    dtype = widening.scalar_dtype(value_type, weight_type)
+    scalar_type, pair_type, triple_type = (tff.TensorType(dtype, shape) for shape in ([], [2], [3]))
+    mean_process = self._mean_factory.create(triple_type, scalar_type)
     level, relative_smoothing, num_passes = self._level, self._relative_smoothing, self._num_passes
 
-    def smoothing_at(estimate):
-      return tf.maximum(tf.constant(superquantile.MIN_SMOOTHING, dtype), relative_smoothing * tf.abs(estimate))
+    @tff.tensorflow.computation(scalar_type, scalar_type)
+    def guard(estimate, distance):
+      """nu_t = max(1e-12, relative_smoothing max(|mu_t|, d_{t-1}))."""
+      scale = tf.maximum(tf.abs(estimate), distance)
+      return tf.maximum(tf.constant(superquantile.MIN_SMOOTHING, dtype), relative_smoothing * scale)
 
-    drop_nonfinite = nonfinite.build_drop_nonfinite(value_type, weight_type)
+    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
 
-    @tff.tensorflow.computation(value_type, value_type)
-    def inverse_distance_terms(value, estimate):
-      """(x_k / e_k, 1 / e_k) with e_k = max(nu_t, |x_k - mu_t|)."""
-      inverse = 1.0 / tf.maximum(smoothing_at(estimate), tf.abs(value - estimate))
-      return tf.stack([value * inverse, inverse])
+    @tff.tensorflow.computation(widening.wide_value_type(value_type), pair_type)
+    def mm_terms(value, estimate_and_guard):
+      """(x_k / e_k, 1 / e_k, |x_k - mu_t|) with e_k = max(nu_t, |x_k - mu_t|)."""
+      value = tf.cast(value, dtype)
+      distance = tf.abs(value - estimate_and_guard[0])
+      inverse = 1.0 / tf.maximum(estimate_and_guard[1], distance)
+      return tf.stack([value * inverse, inverse, distance])
 
-    @tff.tensorflow.computation(tff.TensorType(dtype, [2]), value_type)
-    def mm_step(means, estimate):
-      """mu_{t+1} = (N_t + (2 tau - 1)) / D_t from the normalised means; keeps mu_t if D_t = 0."""
+    @tff.tensorflow.computation(scalar_type, scalar_type)
+    def pair(estimate, smoothing):
+      return tf.stack([estimate, smoothing])
+
+    @tff.tensorflow.computation(triple_type, scalar_type, scalar_type)
+    def mm_step(means, estimate, distance):
+      """(mu_{t+1}, d_t) = ((N_t + (2 tau - 1)) / D_t, d_t); keeps (mu_t, d_{t-1}) if D_t = 0."""
       numerator, denominator = means[0], means[1]
-      safe = tf.where(denominator > 0, denominator, tf.ones_like(denominator))
-      return tf.where(denominator > 0, (numerator + (2 * level - 1)) / safe, estimate)
+      positive = denominator > 0
+      safe = tf.where(positive, denominator, tf.ones_like(denominator))
+      return (
+          tf.where(positive, (numerator + (2 * level - 1)) / safe, estimate),
+          tf.where(positive, means[2], distance),
+      )
 
-    @tff.tensorflow.computation(value_type)
-    def tolerance_at(estimate):
-      return smoothing_at(estimate)
+    @tff.tensorflow.computation(scalar_type)
+    def narrow(estimate):
+      return tf.cast(estimate, value_type.dtype)
 
     @tff.federated_computation()
     def init_fn():
       return tff.federated_zip(collections.OrderedDict(
           mean=mean_process.initialize(),
           estimate=tff.federated_value(np.asarray(self._initial_estimate, dtype), tff.SERVER),
+          distance=tff.federated_value(np.zeros([], dtype), tff.SERVER),
       ))
 
     @tff.federated_computation(
@@ -145,23 +168,26 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
         tff.FederatedType(weight_type, tff.CLIENTS),
     )
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(drop_nonfinite, (value, weight))
+      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
       value, weight = sanitized[0], sanitized[1]
-      mean_state, estimate = state.mean, state.estimate
+      mean_state, estimate, distance = state.mean, state.estimate, state.distance
       for _ in range(num_passes):
-        terms = tff.federated_map(inverse_distance_terms, (value, tff.federated_broadcast(estimate)))
-        output = mean_process.next(mean_state, terms, weight)
+        smoothing = tff.federated_map(guard, (estimate, distance))
+        broadcast = tff.federated_broadcast(tff.federated_map(pair, (estimate, smoothing)))
+        output = mean_process.next(mean_state, tff.federated_map(mm_terms, (value, broadcast)), weight)
         mean_state = output.state
-        estimate = tff.federated_map(mm_step, (output.result, estimate))
+        estimate, distance = tff.federated_map(mm_step, (output.result, estimate, distance))
       measurements = collections.OrderedDict(
           secure_average_calls=tff.federated_value(num_passes, tff.SERVER),
-          tolerance=tff.federated_map(tolerance_at, estimate),
+          tolerance=tff.federated_map(guard, (estimate, distance)),
           num_nonfinite_clients=tff.federated_sum(sanitized[2]),
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(
-          state=tff.federated_zip(collections.OrderedDict(mean=mean_state, estimate=estimate)),
-          result=estimate,
+          state=tff.federated_zip(
+              collections.OrderedDict(mean=mean_state, estimate=estimate, distance=distance)
+          ),
+          result=tff.federated_map(narrow, estimate),
           measurements=tff.federated_zip(measurements),
       )
 

@@ -58,20 +58,29 @@ def coordinate_trimmed_mean(points, weights, trim_fraction):
   return _weighted_column_mean(_take_along_columns(points, order), tf.gather(weights, order))
 
 
-def _pairwise_squared_distances(points):
+def pairwise_squared_distances(points):
+  """D_ij = ||p_i - p_j||^2 in float64, exactly symmetric (D_ij and D_ji equal bit for bit).
+
+  The Gram form ||p_i||^2 + ||p_j||^2 - 2 <p_i, p_j> (one matrix product, no [m, m, d] tensor of
+  differences) is taken on the points minus their mean, so a common offset does not cancel away the
+  distances' digits, and symmetrised, (D + D^T) / 2: the two Krum scores of mutual nearest neighbours with
+  one neighbour are then the same number and the lowest index wins the tie, as in the NumPy reference.
+  """
   points = tf.cast(points, tf.float64)
+  points = points - tf.reduce_mean(points, axis=0)
   squared_norms = tf.reduce_sum(tf.square(points), axis=1)
   gram = tf.matmul(points, points, transpose_b=True)
-  return tf.maximum(squared_norms[:, None] + squared_norms[None, :] - 2 * gram, 0.0)
+  distances = squared_norms[:, None] + squared_norms[None, :] - 2 * gram
+  return tf.maximum((distances + tf.transpose(distances)) / 2, 0.0)
 
 
 def _krum_scores(distances, active, num_byzantine):
-  """Krum scores among the `active` points (inactive ones score +inf)."""
+  """Krum scores among the `active` points, over max(1, r - f - 2) neighbours (inactive ones score +inf)."""
   m = tf.shape(distances)[0]
   pair_active = tf.logical_and(active[:, None], active[None, :])
   pair_active = tf.logical_and(pair_active, tf.logical_not(tf.eye(m, dtype=tf.bool)))
   masked = tf.where(pair_active, distances, tf.constant(float('inf'), tf.float64))
-  neighbours = tf.reduce_sum(tf.cast(active, tf.int32)) - num_byzantine - 2
+  neighbours = tf.maximum(tf.reduce_sum(tf.cast(active, tf.int32)) - num_byzantine - 2, 1)
   nearest = tf.sort(masked, axis=1)
   use = tf.range(m)[None, :] < neighbours
   scores = tf.reduce_sum(tf.where(use, nearest, tf.zeros_like(nearest)), axis=1)
@@ -81,7 +90,7 @@ def _krum_scores(distances, active, num_byzantine):
 def multi_krum(points, weights, num_byzantine, num_selected=None):
   """Weighted mean of the `num_selected` (default m - f) points of lowest Krum score."""
   m = tf.shape(points, out_type=tf.int32)[0]
-  scores = _krum_scores(_pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
+  scores = _krum_scores(pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
   count = m - num_byzantine if num_selected is None else tf.minimum(num_selected, m)
   selected = tf.math.top_k(-scores, k=count).indices  # top_k keeps the lower index first among ties
   chosen_weights = tf.gather(weights, selected)
@@ -90,15 +99,16 @@ def multi_krum(points, weights, num_byzantine, num_selected=None):
 
 def bulyan(points, weights, num_byzantine):
   """Bulyan: repeated-Krum selection of m - 2f points, then per coordinate the weighted mean of the
-  m - 4f selected values closest to their median."""
+  m - 4f selected values closest to their median (`robust_statistics.bulyan`: each Krum step scores the
+  r remaining points over max(1, r - f - 2) neighbours, ties to the lowest index)."""
   m = tf.shape(points, out_type=tf.int32)[0]
-  distances = _pairwise_squared_distances(points)
+  distances = pairwise_squared_distances(points)
   theta = m - 2 * num_byzantine
 
   def select_one(step, active, selected):
     remaining = tf.reduce_sum(tf.cast(active, tf.int32))
     scores = tf.cond(
-        remaining > num_byzantine + 2,
+        remaining > 1,
         lambda: _krum_scores(distances, active, num_byzantine),
         lambda: tf.where(active, tf.zeros([m], tf.float64), tf.constant(float('inf'), tf.float64)),
     )

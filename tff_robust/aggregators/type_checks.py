@@ -21,7 +21,7 @@ def check_float_scalar(name: str, type_spec) -> None:
       and np.issubdtype(type_spec.dtype, np.floating)
       and tuple(type_spec.shape) == ()
   ):
-    raise TypeError(f'{name} must be a floating scalar tff.TensorType, got {type_spec!r}')
+    raise TypeError(f'{name} must be a scalar tff.TensorType of a floating dtype, got {type_spec}')
 
 
 def check_number(name: str, value, *, minimum: float, strict: bool = False, maximum: Optional[float] = None) -> float:
@@ -50,8 +50,19 @@ def check_integer(name: str, value, *, minimum: int) -> int:
 
 
 def check_weight_type(weight_type) -> None:
-  """weight_type must be a floating scalar."""
-  check_float_scalar('weight_type', weight_type)
+  """weight_type must be a real scalar: a floating or integer dtype, as `tff.aggregators.MeanFactory` takes.
+
+  Raises:
+    TypeError: naming `weight_type` and what is allowed.
+  """
+  if not (
+      isinstance(weight_type, tff.TensorType)
+      and (np.issubdtype(weight_type.dtype, np.floating) or np.issubdtype(weight_type.dtype, np.integer))
+      and tuple(weight_type.shape) == ()
+  ):
+    raise TypeError(
+        f'weight_type must be a scalar tff.TensorType of a floating or integer dtype, got {weight_type}'
+    )
 
 
 def sum_factory_or_default(sum_factory):

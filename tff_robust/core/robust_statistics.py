@@ -47,11 +47,15 @@ def coordinate_trimmed_mean(points: np.ndarray, weights: np.ndarray, trim_fracti
 
 
 def krum_scores(points: np.ndarray, num_byzantine: int) -> np.ndarray:
-  """Krum score (Blanchard et al., 2017): sum of squared distances to the m - f - 2 nearest other points."""
+  """Krum score (Blanchard et al., 2017): sum of squared distances to the m - f - 2 nearest other points.
+
+  At least one neighbour is used (as in Flower's Krum): Bulyan's repeated Krum ends with m - f - 2 <= 0
+  for small f, where every score would be 0. Multi-Krum's m >= 2f + 3 always gives at least f + 1.
+  """
   points = np.asarray(points, np.float64)
   squared = np.sum((points[:, None, :] - points[None, :, :]) ** 2, axis=-1)
   np.fill_diagonal(squared, np.inf)
-  neighbours = len(points) - num_byzantine - 2
+  neighbours = max(1, len(points) - num_byzantine - 2)
   return np.sort(squared, axis=1)[:, :neighbours].sum(axis=1)
 
 
@@ -68,7 +72,10 @@ def bulyan(points: np.ndarray, weights: np.ndarray, num_byzantine: int) -> np.nd
   """Bulyan (El Mhamdi et al., 2018) with a weighted final average.
 
   1. Select theta = m - 2f points by repeated Krum: each step removes the remaining point of lowest Krum score
-     computed among the remaining points.
+     computed among the r remaining points, over max(1, r - f - 2) neighbours (ties: lowest index). The
+     paper's r - f - 2 is 0 at the last step for f = 1 (r = 2f + 1 = 3), where every score would be 0 and
+     the lowest index would go even if it is the point farthest from the other two; with one neighbour (as
+     in Flower) a point of the closest pair goes.
   2. Per coordinate, keep the beta = theta - 2f selected values closest to the selected values' median and
      take their weighted mean.
   """
@@ -78,7 +85,7 @@ def bulyan(points: np.ndarray, weights: np.ndarray, num_byzantine: int) -> np.nd
     raise ValueError(f'Bulyan with num_byzantine={f} needs at least {4 * f + 3} points, got {m}')
   remaining, selected = list(range(m)), []
   for _ in range(m - 2 * f):
-    scores = krum_scores(points[remaining], f) if len(remaining) > f + 2 else np.zeros(len(remaining))
+    scores = krum_scores(points[remaining], f) if len(remaining) > 1 else np.zeros(1)
     selected.append(remaining.pop(int(np.argmin(scores))))
   chosen, chosen_weights = points[selected], weights[selected]
   beta = len(selected) - 2 * f

@@ -16,8 +16,12 @@ Approach". For per-device losses x_k with weights alpha_k and conformity level t
   H_tau(mu) = sum_k alpha_k h_tau(x_k - mu), each step one weighted average:
       e_k = max(nu_t, |x_k - mu_t|),   mu_{t+1} = (sum_k alpha_k x_k / e_k + (2 tau - 1) W) / sum_k alpha_k / e_k.
   The paper prints (2q - 1) in place of (2 tau - 1) W, which with unnormalised weights converges to the
-  median whatever tau is. Here the guard nu_t = max(min_smoothing, relative_smoothing |mu_t|) scales with
-  the losses, so the smoothed fixed point lies within nu of the quantile.
+  median whatever tau is. Here the guard
+      nu_t = max(min_smoothing, relative_smoothing max(|mu_t|, d_{t-1})),  d_t = sum_k alpha_k |x_k - mu_t| / W,
+  scales with the losses, so the smoothed fixed point lies within nu of the quantile. d_{t-1}, the mean
+  distance measured in the pass that produced mu_t, keeps the guard at the losses' scale where mu_t is near
+  0: with |mu_t| alone a loss of exactly 0 at mu_0 = 0 (a device the model fits) weighed 1 / 1e-12 and mu
+  only doubled per pass from ~1e-12 (values [0, 1, 1], tau = 1/2: 0.00107 after 30 passes, 44 to pass 0.9).
 
 The TFF factories in `tff_robust.aggregators.quantile` are tested against this file.
 """
@@ -98,23 +102,29 @@ def mm_quantile_iterates(
     initial_estimate: float,
     num_passes: int,
     relative_smoothing: float,
+    initial_distance: float = 0.0,
 ) -> list[tuple[float, float]]:
   """Corrected eq. (17) iterates: [(mu_1, nu_1), ..., (mu_K, nu_K)], nu_t the guard at mu_t.
 
-  A pass with no positive weight keeps the estimate (the division is guarded).
+  `initial_distance` is d_{-1}, the mean distance before the first pass (0: none measured yet). A pass with
+  no positive weight keeps the estimate and the distance (the division is guarded).
   """
   values = np.asarray(values, np.float64)
   weights = np.asarray(weights, np.float64)
   total = weights.sum()
-  estimate = float(initial_estimate)
+  estimate, distance = float(initial_estimate), float(initial_distance)
+
+  def guard():
+    return max(MIN_SMOOTHING, relative_smoothing * max(abs(estimate), distance))
+
   iterates = []
   for _ in range(num_passes):
-    smoothing = max(MIN_SMOOTHING, relative_smoothing * abs(estimate))
-    inverse_distance = weights / np.maximum(smoothing, np.abs(values - estimate))
+    inverse_distance = weights / np.maximum(guard(), np.abs(values - estimate))
     denominator = inverse_distance.sum()
     if denominator > 0:
+      distance = float(weights @ np.abs(values - estimate) / total)
       estimate = float((inverse_distance @ values + (2.0 * level - 1.0) * total) / denominator)
-    iterates.append((estimate, max(MIN_SMOOTHING, relative_smoothing * abs(estimate))))
+    iterates.append((estimate, guard()))
   return iterates
 
 

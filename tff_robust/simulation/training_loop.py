@@ -26,6 +26,8 @@ from tff_robust.simulation.tasks import evaluation
 # Aggregators that report no `secure_average_calls` (the weighted mean, norm clipping, the gather-based
 # baselines) upload each update once per round: one call, the RFA paper's accounting (App. D.3).
 _WEIGHTED_MEAN_CALLS = 1
+# Released losses that, NaN or Inf, show the model to be non-finite.
+_LOSSES = ('train/loss', 'eval/loss')
 
 
 class Interrupted(KeyboardInterrupt):
@@ -92,7 +94,14 @@ def run_training(
 
   With `rounds_per_checkpoint` > 0 the run is checkpointed every that many rounds in
   `<output_dir>/checkpoints` (`checkpoints.RunCheckpointer`: server state, sampler RNG, counters and client
-  states), and a run started on an output directory with a checkpoint resumes from the newest readable one.
+  states), and a run started on an output directory with a checkpoint resumes from the newest readable one,
+  printing `resumed from round k of N`. (Whether the directory's run has the same settings is the caller's to
+  check: `run_settings`.) A KeyboardInterrupt (Ctrl-C) during the rounds raises `Interrupted`, whose message says
+  from which round the same call resumes.
+
+  A round whose model is non-finite (a NaN or Inf weight, training loss or evaluation loss) is logged as an
+  error, evaluated and released, and ends training: the summary then has `nonfinite_model_round` and
+  `rounds` equal to that round, and nothing is checkpointed from it.
 
   Tasks with a `device_evaluator` also get the per-device distributions (`train/loss_p90`,
   `eval/error_mean`, ...; see `evaluation.distribution_summary`) at each evaluation, and `devices.csv`
@@ -193,17 +202,19 @@ def run_training(
       )
       if client_learning_rate_schedule is not None:
         released['client_learning_rate'] = client_learning_rate_schedule(round_num)
-      if not _model_is_finite(process, state, len(client_ids)):
-        nonfinite_round = round_num
-        logging.error(
-            'Round %d of %d: the model became non-finite (NaN or Inf); training stopped in this round '
-            '(summary.json: nonfinite_model_round). Lower the learning rates.', round_num, total_rounds,
-        )
-      if round_num % rounds_per_eval == 0 or round_num == total_rounds or nonfinite_round is not None:
+      nonfinite = _nonfinite_evidence(process, state, len(client_ids), released)
+      if round_num % rounds_per_eval == 0 or round_num == total_rounds or nonfinite:
         evaluated, device_metrics = _evaluate(
             process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
         )
         released.update(evaluated)
+        nonfinite = nonfinite or _nonfinite_evidence(process, state, len(client_ids), released)
+      if nonfinite:
+        nonfinite_round = round_num
+        logging.error(
+            'Round %d of %d: the model became non-finite (%s); training stopped in this round (summary.json: '
+            'nonfinite_model_round). Lower the learning rates.', round_num, total_rounds, nonfinite,
+        )
       _release(release_managers, released, round_num)
       progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
       if nonfinite_round is not None:
@@ -281,8 +292,10 @@ def _interruption_message(round_num: int, total_rounds: int, checkpoint_round: O
   return f'{where}: the same command resumes it from round {checkpoint_round} (checkpoint in {checkpoint_dir}).'
 
 
-def _model_is_finite(process, state, num_clients: int) -> bool:
-  """Whether every weight of the global model (of each device's model, for a process without one) is finite."""
+def _nonfinite_evidence(process, state, num_clients: int, released: dict) -> Optional[str]:
+  """What shows the round's model to be non-finite, or None: a NaN or Inf weight of the global model (of a device's
+  model, for a process without one), or a NaN or Inf `train/loss` or `eval/loss` among the `released` metrics (a
+  model whose finite weights are so large that its loss overflows)."""
   model_weights = process.get_model_weights(state)
   if model_weights is not None:
     models = [model_weights]
@@ -290,7 +303,12 @@ def _model_is_finite(process, state, num_clients: int) -> bool:
     models = [process.personal_model_weights(state, index) for index in range(num_clients)]
   else:
     models = []
-  return all(np.all(np.isfinite(weight)) for model in models for weight in (*model.trainable, *model.non_trainable))
+  if not all(np.all(np.isfinite(weight)) for model in models for weight in (*model.trainable, *model.non_trainable)):
+    return 'NaN or Inf weights'
+  for key in _LOSSES:
+    if key in released and not np.isfinite(released[key]):
+      return f'{key} = {released[key]}'
+  return None
 
 
 def _last_released_row(csv_path: str, round_num: int) -> dict[str, float]:

@@ -67,8 +67,8 @@ def _run_command() -> None:
     sys.exit(main(argv))
   except train_flags.Refusal as error:
     _refuse(error)
-  except KeyboardInterrupt:  # before training started (`train_program.run` reports one during training)
-    sys.stderr.write('Interrupted before training started; the run directory was not changed.\n')
+  except KeyboardInterrupt:  # outside the rounds (`train_program.run` reports one during them)
+    sys.stderr.write('Interrupted; the same command resumes the run from its newest checkpoint, if it has one.\n')
     sys.exit(train_flags.EXIT_INTERRUPTED)
 
 

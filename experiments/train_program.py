@@ -74,7 +74,8 @@ def check_settings(task: base.Task) -> int:
   These checks need TensorFlow (the task's clients, the algorithm's aggregator, the GPUs TensorFlow sees); none
   runs a TFF computation.
   """
-  algorithm, every_device = train_flags.ALGORITHM.value, train_flags.ALGORITHM.value in algorithms.INDEXED_ALGORITHM_NAMES
+  algorithm = train_flags.ALGORITHM.value
+  every_device = algorithm in algorithms.INDEXED_ALGORITHM_NAMES
   clients_per_round = train_flags.CLIENTS_PER_ROUND.value
   if clients_per_round is None:
     clients_per_round = training_loop.default_clients_per_round(
@@ -122,7 +123,8 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
 
 
 def _train(task, clients_per_round: int) -> dict:
-  """Builds the process on a TFF worker and runs `training_loop.run_training`; returns its summary."""
+  """Builds the process on a TFF worker, records the run's settings (after --overwrite cleared its directory) and
+  runs `training_loop.run_training`; returns its summary. Raises Refusal for an algorithm TFF cannot shard."""
   if train_flags.TFF_WORKER_ADDRESS.value:
     execution_context.set_remote_execution_context(train_flags.TFF_WORKER_ADDRESS.value)
   else:
@@ -136,7 +138,14 @@ def _train(task, clients_per_round: int) -> dict:
       update_attack=_update_attack(), seed=seed,
   )
   if len(train_flags.TFF_WORKER_ADDRESS.value) > 1:
-    execution_context.check_shardable(process.next, f'--algorithm={algorithm}')
+    try:
+      execution_context.check_shardable(process.next, f'--algorithm={algorithm}')
+    except ValueError as error:
+      raise train_flags.Refusal(str(error)) from None
+  output_dir = train_flags.output_dir()
+  if train_flags.OVERWRITE.value and os.path.exists(output_dir):
+    shutil.rmtree(output_dir)
+  run_settings.record(output_dir, train_flags.defining_settings())  # once nothing can refuse the command
   corrupted = (
       frozenset() if train_flags.CORRUPTION.value == 'none'
       else corruption.select_corrupted_clients(task, train_flags.CORRUPTION_FRACTION.value, seed)
@@ -150,7 +159,7 @@ def _train(task, clients_per_round: int) -> dict:
       clients_per_round=clients_per_round,
       rounds_per_eval=train_flags.ROUNDS_PER_EVAL.value,
       seed=seed,
-      output_dir=train_flags.output_dir(),
+      output_dir=output_dir,
       show_progress=train_flags.PROGRESS_BAR.value,
       rounds_per_checkpoint=train_flags.ROUNDS_PER_CHECKPOINT.value,
       cohort_transform=_cohort_transform(),
@@ -174,10 +183,6 @@ def run() -> int:
   tf.keras.utils.set_random_seed(train_flags.SEED.value)
   task = create_task()
   clients_per_round = check_settings(task)
-  output_dir = train_flags.output_dir()
-  if train_flags.OVERWRITE.value and os.path.exists(output_dir):
-    shutil.rmtree(output_dir)
-  run_settings.record(output_dir, train_flags.defining_settings())
   try:
     summary = _train(task, clients_per_round)
   except training_loop.Interrupted as interrupted:
@@ -186,6 +191,7 @@ def run() -> int:
   finally:
     execution_context.stop_local_execution_context()
   headline = {key: value for key, value in summary.items() if key in _HEADLINE_METRICS}
+  output_dir = train_flags.output_dir()
   print(f'{train_flags.ALGORITHM.value} on {train_flags.TASK.value}: {headline}')
   print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')
   return train_flags.EXIT_NONFINITE_MODEL if 'nonfinite_model_round' in summary else 0

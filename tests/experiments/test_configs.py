@@ -86,7 +86,7 @@ def test_every_flagfile_holds_valid_runner_flags_and_a_comment_header(flag_value
     assert {'algorithm', 'task', 'total_rounds', 'clients_per_round', 'seed'} <= set(names), config
     assert 'root_output_dir' not in names and 'experiment_name' not in names, config
     flag_values.unparse_flags()
-    flag_values(['train', f'--flagfile={os.path.join(CONFIG_DIR, config)}'])  # types, bounds, TensorFlow-free cross-flag checks
+    flag_values(['train', f'--flagfile={os.path.join(CONFIG_DIR, config)}'])  # types, bounds, cross-flag checks (TF-free)
     assert all(flag_values[name].present for name in names), config
 
 

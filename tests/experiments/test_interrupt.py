@@ -22,15 +22,27 @@ def _wait_for(path, process, timeout=600):
     time.sleep(0.05)
 
 
+def _live_processes_of_group(group: int) -> list[int]:
+  """Process ids of the processes of process group `group` that are not zombies (from /proc)."""
+  found = []
+  for entry in filter(str.isdigit, os.listdir('/proc')):
+    try:
+      with open(f'/proc/{entry}/stat') as f:
+        state, _, process_group = f.read().rsplit(')', 1)[1].split()[:3]
+    except OSError:  # the process has gone
+      continue
+    if int(process_group) == group and state != 'Z':
+      found.append(int(entry))
+  return found
+
+
 def _process_group_is_empty(group: int, timeout=30) -> bool:
   deadline = time.monotonic() + timeout
-  while time.monotonic() < deadline:
-    try:
-      os.killpg(group, 0)
-    except ProcessLookupError:
-      return True
+  while _live_processes_of_group(group):
+    if time.monotonic() > deadline:
+      return False
     time.sleep(0.1)
-  return False
+  return True
 
 
 def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
@@ -45,10 +57,14 @@ def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
     _wait_for(checkpoint / 'checkpoint_manifest.json', process)
     os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the run's whole process group, worker included
     _, stderr = process.communicate(timeout=120)
-  finally:
-    if process.poll() is None:
+    group_emptied = _process_group_is_empty(process.pid)
+  finally:  # whatever failed, nothing of the run outlives the test
+    try:
       os.killpg(process.pid, signal.SIGKILL)
-      process.wait()
+    except ProcessLookupError:
+      pass
+    process.wait()
+  assert group_emptied, 'a process of the run (the TFF worker?) outlived it'
   assert process.returncode == 130, stderr[-3000:]
   assert 'Traceback' not in stderr and 'KeyboardInterrupt' not in stderr, stderr[-3000:]
   last_line = stderr.splitlines()[-1]
@@ -58,7 +74,6 @@ def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
   interrupted, resumable = int(match[1]), int(match[2])
   assert _INTERRUPT_AFTER_CHECKPOINT <= resumable < interrupted
   assert match[3] == str(tmp_path / 'run' / 'checkpoints')
-  assert _process_group_is_empty(process.pid), 'a process of the run (the TFF worker?) outlived it'
 
   resumed = train_runs.train(tmp_path, f'--total_rounds={resumable + 1}', *_FLAGS)
   assert resumed.returncode == 0, resumed.stderr[-3000:]

@@ -2,6 +2,9 @@
 
 Install the exact, tested dependency set with `bash scripts/setup.sh` (see README): TFF 0.87.0 pins a
 jaxlib that some package indexes do not serve, so the lock file overrides it.
+
+Only the `tff_robust` package is installed: the binaries under `experiments/` and `benchmarks/` run from the
+checkout (`python -m experiments.train`), so no top-level module of those names shadows a user's own.
 """
 import setuptools
 
@@ -12,7 +15,7 @@ setuptools.setup(
         'Robust aggregation (RFA), superquantile federated learning, Fed+ and MtFEEL '
         'as TensorFlow Federated aggregators and learning processes.'
     ),
-    packages=setuptools.find_packages(include=['tff_robust', 'tff_robust.*', 'experiments']),
+    packages=setuptools.find_packages(include=['tff_robust', 'tff_robust.*']),
     python_requires='>=3.9,<3.12',
     install_requires=[
         'tensorflow-federated==0.87.0',

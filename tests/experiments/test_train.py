@@ -2,6 +2,7 @@
 
 import csv
 import os
+import re
 
 import numpy as np
 import pytest
@@ -93,9 +94,23 @@ def test_delta_fl_with_the_secure_quantile_reports_per_device_distributions(tmp_
 @pytest.fixture
 def flag_values():
   from absl import flags  # pylint: disable=g-import-not-at-top
-  from experiments import train  # pylint: disable=g-import-not-at-top,unused-import  (defines the flags)
+  from experiments import train_flags  # pylint: disable=g-import-not-at-top,unused-import  (defines the flags)
   yield flags.FLAGS
   flags.FLAGS.unparse_flags()
+
+
+def _refusal(flag_values, argv) -> str:
+  """The message the runner refuses `argv` with before training: at parsing (absl's validators) or in
+  `train_program.check_settings` (the checks that need the task or TensorFlow); '' if it accepts it."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from experiments import train_flags  # pylint: disable=g-import-not-at-top
+  from experiments import train_program  # pylint: disable=g-import-not-at-top
+  try:
+    flag_values(argv)
+    train_program.check_settings(train_program.create_task())
+  except (flags.Error, train_flags.Refusal) as error:
+    return str(error)
+  return ''
 
 
 @pytest.mark.parametrize(
@@ -151,6 +166,7 @@ def flag_values():
         ('--gpus=0,0', 'gpus'),
         ('--gpus=99', 'gpus'),  # more GPUs than any machine of ours has
         ('--max_concurrent_computation_calls=many', 'max_concurrent_computation_calls'),
+        ('--overwrite=maybe', 'overwrite'),
         ('--algorithm=bulyan --clients_per_round=5', 'clients_per_round'),
         ('--algorithm=multi_krum --num_byzantine=4', 'num_byzantine'),
         ('--algorithm=delta_fl --corruption=omniscient', 'delta_fl does not support update corruption'),
@@ -194,9 +210,7 @@ def flag_values():
     ],
 )
 def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  with pytest.raises(flags.Error, match=message):
-    flag_values(['train', *flag.split()])
+  assert re.search(message, _refusal(flag_values, ['train', *flag.split()]))
 
 
 # Flags every value of which is valid: their type is the whole check (a missing cache directory is the
@@ -205,20 +219,20 @@ _FLAGS_WITHOUT_BAD_VALUES = frozenset({'data_cache_dir'})
 
 
 def test_every_runner_flag_has_a_bad_value_test(flag_values):
-  from experiments import train  # pylint: disable=g-import-not-at-top
+  from experiments import train_flags  # pylint: disable=g-import-not-at-top
   tested = {
       argument.split('=')[0].removeprefix('--')
       for argument, _ in test_bad_flags_are_rejected_with_the_flag_named.pytestmark[0].args[1]
       for argument in argument.split()
   }
-  defined = {flag.name for flag in flag_values.get_flags_for_module(train.__name__)}
+  defined = {flag.name for flag in flag_values.get_flags_for_module(train_flags.__name__)}
   assert {'algorithm', 'gpus', 'tff_worker_address'} <= defined
   assert defined - tested - _FLAGS_WITHOUT_BAD_VALUES == set()
 
 
 def test_a_cohort_larger_than_the_task_is_refused_before_any_tff_computation(flag_values, monkeypatch):
-  from absl import app  # pylint: disable=g-import-not-at-top
-  from experiments import train  # pylint: disable=g-import-not-at-top
+  from experiments import train_flags  # pylint: disable=g-import-not-at-top
+  from experiments import train_program  # pylint: disable=g-import-not-at-top
   from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
   from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
 
@@ -232,12 +246,12 @@ def test_a_cohort_larger_than_the_task_is_refused_before_any_tff_computation(fla
                          'clients_per_round must be the number of clients')):
     flag_values.unparse_flags()
     flag_values(argv)
-    with pytest.raises(app.UsageError, match=message):
-      train.main(['train'])
+    with pytest.raises(train_flags.Refusal, match=message):
+      train_program.run()
 
 
 def test_task_options_set_reach_the_task_builder_and_unset_ones_stay_its_defaults(flag_values, monkeypatch):
-  from experiments import train  # pylint: disable=g-import-not-at-top
+  from experiments import train_program  # pylint: disable=g-import-not-at-top
   from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
   calls = []
 
@@ -248,7 +262,7 @@ def test_task_options_set_reach_the_task_builder_and_unset_ones_stay_its_default
   monkeypatch.setattr(tasks, 'create_task', record)
   flag_values(['train', '--task=digits_robust', '--num_devices=50', '--split_seed=3'])
   with pytest.raises(StopIteration):
-    train.main(['train'])
+    train_program.run()
   (name, kwargs), = calls
   assert name == 'digits_robust' and kwargs['num_devices'] == 50 and kwargs['split_seed'] == 3
   assert 'l2_regularization' not in kwargs and 'max_evaluated_devices' not in kwargs
@@ -256,7 +270,7 @@ def test_task_options_set_reach_the_task_builder_and_unset_ones_stay_its_default
   flag_values.unparse_flags()
   flag_values(['train', '--task=digits', '--label_concentration=100', '--validation_fraction=0.2'])
   with pytest.raises(StopIteration):
-    train.main(['train'])
+    train_program.run()
   (name, kwargs), = calls
   assert name == 'digits' and kwargs['label_concentration'] == 100.0 and kwargs['validation_fraction'] == 0.2
 

@@ -3,7 +3,10 @@
 import numpy as np
 import pytest
 
+from tff_robust.simulation import task_names
 from tff_robust.simulation import tasks
+from tff_robust.simulation.tasks import fedprox_synthetic
+from tff_robust.simulation.tasks import sent140
 from tff_robust.simulation.tasks import sent140_models
 
 _TRAINING = dict(client_epochs=1, client_batch_size=4, seed=0)
@@ -20,6 +23,14 @@ def test_every_option_is_taken_by_some_task_and_the_table_names_only_known_tasks
       'sent140_linear', 'sent140_linear_by_device', 'emnist_linear_rfa', 'emnist_linear_dfl')
   with pytest.raises(ValueError, match='option must be one of'):
     tasks.tasks_accepting('num_parties')
+
+
+def test_the_tensorflow_free_task_names_are_the_tasks_the_modules_build():
+  assert tuple(sent140.TASK_SETTINGS) == task_names.SENT140_TASK_NAMES
+  assert tuple(fedprox_synthetic.TASK_PARAMETERS) == task_names.FEDPROX_SYNTHETIC_TASK_NAMES
+  assert tasks.TASK_NAMES == task_names.TASK_NAMES and len(set(tasks.TASK_NAMES)) == len(tasks.TASK_NAMES)
+  assert set(tasks.tasks_accepting('l2_regularization')) & set(sent140.TASK_SETTINGS) == {
+      name for name, (kind, _) in sent140.TASK_SETTINGS.items() if kind == 'linear'}
 
 
 @pytest.mark.parametrize('name, option, value', [

@@ -19,27 +19,15 @@ from tff_robust.processes import personalized_rfa
 from tff_robust.processes import rfa
 from tff_robust.processes import sign_sgd
 from tff_robust.processes import stateful_clients
+from tff_robust.simulation import algorithm_names
 from tff_robust.simulation import update_corruption_process
 
-ALGORITHM_NAMES = (
-    'fedavg', 'rfa', 'rfa_one_step',
-    'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
-    'delta_fl',
-    'fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only', 'fedprox',
-    'mtfeel', 'fedsgd', 'signsgd',
-)
-# Algorithms whose clients keep a state between rounds (`StatefulClientProcess`).
-STATEFUL_ALGORITHM_NAMES = ('fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only')
-# Algorithms in which every device takes part in every round, knowing its index (`IndexedClientsProcess`).
-INDEXED_ALGORITHM_NAMES = ('mtfeel', 'signsgd')
-# Algorithms whose clients send one gradient of their whole dataset per round (no local epochs).
-FULL_GRADIENT_ALGORITHM_NAMES = ('fedsgd', 'mtfeel', 'signsgd')
-# Algorithms built as `tff.learning` processes whose hparams hold the client optimizer's learning rate (so a
-# learning-rate schedule can set it round by round: `schedules.set_client_learning_rate`).
-CLIENT_SCHEDULE_ALGORITHM_NAMES = (
-    'fedavg', 'rfa', 'rfa_one_step', 'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
-    'delta_fl',
-)
+# The names live in `algorithm_names` (no TensorFlow import, for the runner's flags).
+ALGORITHM_NAMES = algorithm_names.ALGORITHM_NAMES
+STATEFUL_ALGORITHM_NAMES = algorithm_names.STATEFUL_ALGORITHM_NAMES
+INDEXED_ALGORITHM_NAMES = algorithm_names.INDEXED_ALGORITHM_NAMES
+FULL_GRADIENT_ALGORITHM_NAMES = algorithm_names.FULL_GRADIENT_ALGORITHM_NAMES
+CLIENT_SCHEDULE_ALGORITHM_NAMES = algorithm_names.CLIENT_SCHEDULE_ALGORITHM_NAMES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +120,10 @@ def check_settings(
   """
   aggregator = model_aggregator(name, config)
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
-    aggregator.check_clients_per_round(clients_per_round)
+    try:
+      aggregator.check_clients_per_round(clients_per_round)
+    except ValueError as error:
+      raise ValueError(f'clients_per_round={clients_per_round} is too small: {error}') from None
   if update_attack is not None and (
       name in ('delta_fl', 'fedsgd', 'fedprox') or name in STATEFUL_ALGORITHM_NAMES
       or name in INDEXED_ALGORITHM_NAMES):

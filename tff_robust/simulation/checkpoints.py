@@ -3,8 +3,11 @@ with `ClientStateStore` snapshots, so that a killed run resumes where its last c
 
 A checkpoint of round k is `<root>/program_state/round_<k>` (server state, sampler RNG state, counters)
 and, for processes with stateful clients, `<root>/client_states/round_<k>` (hard-linked snapshot of the
-store). The client snapshot is written first, so a program state on disk means a complete checkpoint.
-A checkpoint that cannot be read back (truncated or damaged files) is reported and the previous one used.
+store, with its own manifest). The client snapshot is written first, then the program state, then
+`program_state/round_<k>/checkpoint_manifest.json` with every program-state file's size and SHA-256: a
+checkpoint is complete once its manifest exists. Restoring verifies the manifests before loading, and treats
+any error of the load itself as damage too, so a checkpoint with any file truncated, emptied, overwritten or
+missing is reported, moved to `<root>/damaged/`, and the previous one used.
 """
 
 import asyncio
@@ -21,6 +24,45 @@ from tff_robust.simulation import client_state_store
 
 _KEEP_TOTAL = 3
 _PREFIX = 'round_'
+MANIFEST_NAME = 'checkpoint_manifest.json'
+
+
+class DamagedCheckpointError(RuntimeError):
+  """A program-state checkpoint is incomplete or does not match its manifest."""
+
+
+def _program_state_files(directory: str) -> dict[str, dict]:
+  """{path relative to `directory`: {'size', 'sha256'}} of every file under `directory` but the manifest."""
+  files = {}
+  for parent, _, names in os.walk(directory):
+    for name in names:
+      path = os.path.join(parent, name)
+      relative = os.path.relpath(path, directory)
+      if relative != MANIFEST_NAME:
+        files[relative] = {'size': os.path.getsize(path), 'sha256': client_state_store.file_sha256(path)}
+  return files
+
+
+def _write_manifest(directory: str) -> None:
+  path, files = os.path.join(directory, MANIFEST_NAME), _program_state_files(directory)
+  with open(path + '.tmp', 'w') as f:
+    json.dump({'files': files}, f, indent=1, sort_keys=True)
+  os.replace(path + '.tmp', path)
+
+
+def _verify_manifest(directory: str) -> None:
+  """Raises DamagedCheckpointError unless the files under `directory` are exactly those its manifest lists."""
+  try:
+    with open(os.path.join(directory, MANIFEST_NAME)) as f:
+      recorded = json.load(f)['files']
+  except FileNotFoundError:
+    raise DamagedCheckpointError(f'{directory} has no {MANIFEST_NAME}: the checkpoint is incomplete') from None
+  except (OSError, ValueError, KeyError, TypeError) as error:
+    raise DamagedCheckpointError(f'{directory}/{MANIFEST_NAME} cannot be read ({error})') from None
+  found = _program_state_files(directory)
+  if found != recorded:
+    differing = sorted(name for name in set(found) | set(recorded) if found.get(name) != recorded.get(name))
+    raise DamagedCheckpointError(f'{directory}: {", ".join(differing)} missing or changed since it was saved')
 
 
 def rng_state_to_json(rng: np.random.Generator) -> str:
@@ -45,10 +87,14 @@ class RunCheckpointer:
     self._manager = tff.program.FileProgramStateManager(
         os.path.join(root_dir, 'program_state'), prefix=_PREFIX, keep_total=_KEEP_TOTAL, keep_first=False
     )
+    self.root_dir = root_dir
     self._program_state_dir = os.path.join(root_dir, 'program_state')
     self._clients_dir = os.path.join(root_dir, 'client_states')
     self._damaged_dir = os.path.join(root_dir, 'damaged')
     self._store = store
+
+  def _program_state_path(self, round_num: int) -> str:
+    return os.path.join(self._program_state_dir, f'{_PREFIX}{round_num}')
 
   def _client_snapshot(self, round_num: int) -> str:
     return os.path.join(self._clients_dir, f'{_PREFIX}{round_num}')
@@ -61,6 +107,7 @@ class RunCheckpointer:
         shutil.rmtree(snapshot)
       self._store.save(snapshot)
     asyncio.run(self._manager.save(program_state, round_num))
+    _write_manifest(self._program_state_path(round_num))
     self._remove_stale_client_snapshots()
 
   def _remove_stale_client_snapshots(self) -> None:
@@ -73,7 +120,7 @@ class RunCheckpointer:
         shutil.rmtree(path)
 
   def _set_aside(self, version: int) -> None:
-    for source, kind in ((os.path.join(self._program_state_dir, f'{_PREFIX}{version}'), 'program_state'),
+    for source, kind in ((self._program_state_path(version), 'program_state'),
                          (self._client_snapshot(version), 'client_states')):
       if os.path.exists(source):
         destination = os.path.join(self._damaged_dir, kind, f'{_PREFIX}{version}')
@@ -86,16 +133,18 @@ class RunCheckpointer:
     """(round, program state) of the newest readable checkpoint, client states restored; None if none.
 
     `structure` is a program state of the same structure (e.g. the one a fresh run would save at round 0).
-    Damaged checkpoints are logged as warnings and moved to `<root>/damaged/` (kept for inspection, out
-    of the way of the rounds that will be checkpointed again).
+    A checkpoint whose manifest is missing or does not match its files, or whose loading fails in any way, is
+    damaged: logged as a warning and moved to `<root>/damaged/` (kept for inspection, out of the way of the
+    rounds that will be checkpointed again).
     """
     versions = asyncio.run(self._manager.get_versions()) or []
     for version in sorted(versions, reverse=True):
       try:
+        _verify_manifest(self._program_state_path(version))
         program_state = asyncio.run(self._manager.load(version, structure))
         if self._store is not None:
           self._store.restore(self._client_snapshot(version))
-      except (client_state_store.CheckpointError, OSError, ValueError, RuntimeError) as error:
+      except Exception as error:  # pylint: disable=broad-except  (TF and TFF raise many kinds on damaged files)
         logging.warning('Checkpoint of round %d is damaged and was skipped: %s', version, error)
         self._set_aside(version)
         continue

@@ -150,7 +150,8 @@ def _link_or_copy(src: str, dst: str) -> None:
   _replace_atomically(dst, fill)
 
 
-def _sha256(path: str) -> str:
+def file_sha256(path: str) -> str:
+  """The SHA-256 of the file at `path`, as a hex string."""
   digest = hashlib.sha256()
   with open(path, 'rb') as f:
     while chunk := f.read(_HASH_CHUNK_BYTES):
@@ -331,7 +332,7 @@ class ClientStateStore:
       files[name] = {
           'client_id': client_id,
           'size': os.path.getsize(snapshot_path),
-          'sha256': _sha256(snapshot_path),
+          'sha256': file_sha256(snapshot_path),
       }
     _fsync_directory(checkpoint_dir)
     manifest = {'format': _MANIFEST_FORMAT, 'leaves': self._specs, 'files': files}
@@ -374,7 +375,7 @@ class ClientStateStore:
             f'checkpoint {checkpoint_dir}: client state file {path} has {size} bytes, the manifest says '
             f'{entry.get("size")}'
         )
-      if _sha256(path) != entry.get('sha256'):
+      if file_sha256(path) != entry.get('sha256'):
         raise CheckpointError(f'checkpoint {checkpoint_dir}: client state file {path} fails its SHA-256 check')
       names.append(name)
     return names

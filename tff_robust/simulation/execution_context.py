@@ -23,6 +23,7 @@ Start a worker with `python -m tff_robust.simulation.worker_service --port=PORT`
 """
 
 import atexit
+import gc
 import os
 import select
 import shutil
@@ -37,6 +38,7 @@ import grpc
 import portpicker
 import tensorflow_federated as tff
 from tensorflow_federated.python.core.backends.native import mergeable_comp_compiler
+from tensorflow_federated.python.core.impl.context_stack import set_default_context as tff_default_context
 
 from tff_robust.simulation import worker_launcher
 
@@ -333,9 +335,11 @@ def set_remote_execution_context(addresses: Sequence[str], *, default_num_client
   `len(addresses)` shards, one per worker (TFF's `MergeableCompExecutionContext`); only computations that
   pass `check_shardable` can run.
   """
+  global _context_installed
   if not addresses:
     raise ValueError('addresses must name at least one TFF worker (host:port)')
   stubs = [_ready_stub(address) for address in addresses]
+  _context_installed = True
   if len(stubs) == 1:
     tff.framework.set_default_context(_make_context(stubs[0], default_num_clients))
     return
@@ -355,6 +359,19 @@ def set_remote_execution_context(addresses: Sequence[str], *, default_num_client
 
 
 _local_worker: Optional[LocalWorker] = None
+_context_installed = False  # set once this module installs a context (local or remote)
+
+
+def discard_tff_default_context() -> None:
+  """Replaces the context TFF installs at import by one that runs nothing, unless this module installed one.
+
+  TFF's own context holds a worker manager whose `__del__` prints an ignored `AttributeError ... 'Popen'` at
+  interpreter exit. A binary that may exit before installing its context (a refused command, missing data)
+  calls this first, so that it exits quietly.
+  """
+  if not _context_installed:
+    tff_default_context.set_no_default_context()
+    gc.collect()  # the manager sits in reference cycles: collect it while `subprocess` is still importable
 
 
 def set_local_execution_context(
@@ -378,7 +395,7 @@ def set_local_execution_context(
   Returns:
     The `LocalWorker`; call `stop_local_execution_context()` (or let the process exit) to stop it.
   """
-  global _local_worker
+  global _local_worker, _context_installed
   if _local_worker is None or not _local_worker.is_running():
     worker = LocalWorker(
         max_concurrent_computation_calls=max_concurrent_computation_calls, visible_gpus=visible_gpus,
@@ -392,6 +409,7 @@ def set_local_execution_context(
       raise
     tff.framework.set_default_context(_make_context(stub, default_num_clients))
     _local_worker = worker
+    _context_installed = True
   return _local_worker
 
 

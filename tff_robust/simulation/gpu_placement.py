@@ -9,12 +9,14 @@ placement is chosen per worker process with CUDA_VISIBLE_DEVICES:
 With several GPUs, TFF's runtime runs the cohort's client computations concurrently and TensorFlow spreads
 them over the visible GPUs; `max_concurrent_computation_calls` bounds how many run at once when GPU memory
 is short.
+
+TensorFlow is imported only by the checks that count GPUs, so that a runner checks the syntax of `--gpus`
+(`parse_gpu_indices`) before loading it.
 """
 
 from typing import Optional
 
 from absl import logging
-import tensorflow as tf
 
 AUTO = 'auto'
 NONE = 'none'
@@ -31,12 +33,17 @@ def parse_gpu_indices(setting: str) -> list[int]:
   return indices
 
 
+def _physical_gpus() -> list:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (see the module docstring)
+  return tf.config.list_physical_devices('GPU')
+
+
 def check_gpu_setting(setting: str) -> None:
   """Raises ValueError naming `--gpus` unless `setting` is valid on this machine."""
   if setting in (AUTO, NONE):
     return
   indices = parse_gpu_indices(setting)
-  available = len(tf.config.list_physical_devices('GPU'))
+  available = len(_physical_gpus())
   if max(indices) >= available:
     raise ValueError(f'--gpus={setting} asks for GPU {max(indices)}, but TensorFlow sees {available} GPU(s)')
 
@@ -48,7 +55,7 @@ def visible_gpus_setting(setting: str) -> Optional[str]:
     logging.info('--gpus=none: client computation runs on CPU.')
     return '-1'
   if setting == AUTO:
-    gpus = tf.config.list_physical_devices('GPU')
+    gpus = _physical_gpus()
     if gpus:
       logging.info('Client computation may use %d GPU(s): %s', len(gpus), [gpu.name for gpu in gpus])
     else:

@@ -8,6 +8,7 @@ import os
 import time
 from typing import Callable, Collection, Optional
 
+from absl import logging
 import numpy as np
 import tensorflow_federated as tff
 import tqdm
@@ -25,6 +26,18 @@ from tff_robust.simulation.tasks import evaluation
 # Aggregators that report no `secure_average_calls` (the weighted mean, norm clipping, the gather-based
 # baselines) upload each update once per round: one call, the RFA paper's accounting (App. D.3).
 _WEIGHTED_MEAN_CALLS = 1
+# Released losses that, NaN or Inf, show the model to be non-finite.
+_LOSSES = ('train/loss', 'eval/loss')
+
+
+class Interrupted(KeyboardInterrupt):
+  """A KeyboardInterrupt (Ctrl-C) during `run_training`; its message says where the run can be resumed from."""
+
+
+def default_clients_per_round(task: base.Task, default: int, *, every_client_every_round: bool) -> int:
+  """Every client of `task` if each trains in every round (MtFEEL, signSGD), else `default` or all, if fewer."""
+  num_clients = len(task.train_data.client_ids)
+  return num_clients if every_client_every_round else min(default, num_clients)
 
 
 def check_clients_per_round(task: base.Task, clients_per_round: int, *, every_client_every_round: bool) -> None:
@@ -81,7 +94,14 @@ def run_training(
 
   With `rounds_per_checkpoint` > 0 the run is checkpointed every that many rounds in
   `<output_dir>/checkpoints` (`checkpoints.RunCheckpointer`: server state, sampler RNG, counters and client
-  states), and a run started on an output directory with a checkpoint resumes from the newest readable one.
+  states), and a run started on an output directory with a checkpoint resumes from the newest readable one,
+  printing `resumed from round k of N`. (Whether the directory's run has the same settings is the caller's to
+  check: `run_settings`.) A KeyboardInterrupt (Ctrl-C) during the rounds raises `Interrupted`, whose message says
+  from which round the same call resumes.
+
+  A round whose model is non-finite (a NaN or Inf weight, training loss or evaluation loss) is logged as an
+  error, evaluated and released, and ends training: the summary then has `nonfinite_model_round` and
+  `rounds` equal to that round, and nothing is checkpointed from it.
 
   Tasks with a `device_evaluator` also get the per-device distributions (`train/loss_p90`,
   `eval/error_mean`, ...; see `evaluation.distribution_summary`) at each evaluation, and `devices.csv`
@@ -129,6 +149,7 @@ def run_training(
     last_round, progress_state = restored
     first_round = last_round + 1
     state, rng = progress_state['server_state'], checkpoints.rng_from_json(progress_state['rng'])
+    tqdm.tqdm.write(f'resumed from round {last_round} of {total_rounds} (checkpoint in {checkpointer.root_dir})')
   elif stateful:
     store.clear()  # a fresh run: no states from an earlier run in this directory
   elif indexed:
@@ -148,47 +169,68 @@ def run_training(
   )
   released: dict[str, float] = {}
   device_metrics = None
+  checkpoint_round = restored[0] if restored is not None else None
+  nonfinite_round = None
+  round_num = first_round
   progress = tqdm.trange(first_round, total_rounds + 1, desc=task.name, unit='round', disable=not show_progress)
-  for round_num in progress:
-    cohort = client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
-    client_data = [client_data_fn(cid) for cid in cohort]
-    if cohort_transform is not None:
-      client_data = cohort_transform(client_pipelines.round_generator(seed, round_num), client_data)
-    if client_learning_rate_schedule is not None:
-      state = schedules.set_client_learning_rate(process, state, client_learning_rate_schedule(round_num))
-    start = time.perf_counter()
-    if stateful:
-      output = process.next(state, client_data, store.get(cohort))
-      store.put(cohort, output.client_states)
-    else:
-      output = process.next(state, client_data)
-    round_seconds.append(time.perf_counter() - start)
-    state = output.state
-    round_metrics = metrics_utils.flatten_metrics(output.metrics)
-    secure_average_calls += int(round_metrics.get('aggregator/secure_average_calls', _WEIGHTED_MEAN_CALLS))
-    secure_average_calls += int(round_metrics.get('client_work/filter/secure_average_calls', 0))
-    released = collections.OrderedDict(
-        (key.removeprefix('client_work/'), value)
-        for key, value in round_metrics.items()
-        if key.startswith(('client_work/train/', 'client_work/filter/', 'client_work/num_'))
-    )
-    released.update(
-        (key, value) for key, value in round_metrics.items() if key.startswith(('aggregator/', 'server/'))
-    )
-    if client_learning_rate_schedule is not None:
-      released['client_learning_rate'] = client_learning_rate_schedule(round_num)
-    if round_num % rounds_per_eval == 0 or round_num == total_rounds:
-      evaluated, device_metrics = _evaluate(
-          process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
+  try:
+    for round_num in progress:
+      cohort = client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
+      client_data = [client_data_fn(cid) for cid in cohort]
+      if cohort_transform is not None:
+        client_data = cohort_transform(client_pipelines.round_generator(seed, round_num), client_data)
+      if client_learning_rate_schedule is not None:
+        state = schedules.set_client_learning_rate(process, state, client_learning_rate_schedule(round_num))
+      start = time.perf_counter()
+      if stateful:
+        output = process.next(state, client_data, store.get(cohort))
+        store.put(cohort, output.client_states)
+      else:
+        output = process.next(state, client_data)
+      round_seconds.append(time.perf_counter() - start)
+      state = output.state
+      round_metrics = metrics_utils.flatten_metrics(output.metrics)
+      secure_average_calls += int(round_metrics.get('aggregator/secure_average_calls', _WEIGHTED_MEAN_CALLS))
+      secure_average_calls += int(round_metrics.get('client_work/filter/secure_average_calls', 0))
+      released = collections.OrderedDict(
+          (key.removeprefix('client_work/'), value)
+          for key, value in round_metrics.items()
+          if key.startswith(('client_work/train/', 'client_work/filter/', 'client_work/num_'))
       )
-      released.update(evaluated)
-    _release(release_managers, released, round_num)
-    progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
-    if checkpointer is not None and round_num % rounds_per_checkpoint == 0:
-      checkpointer.save(round_num, collections.OrderedDict(
-          server_state=state, rng=checkpoints.rng_state_to_json(rng), secure_average_calls=secure_average_calls,
-          round_seconds=np.asarray(round_seconds, np.float64),
-      ))
+      released.update(
+          (key, value) for key, value in round_metrics.items() if key.startswith(('aggregator/', 'server/'))
+      )
+      if client_learning_rate_schedule is not None:
+        released['client_learning_rate'] = client_learning_rate_schedule(round_num)
+      nonfinite = _nonfinite_evidence(process, state, len(client_ids), released)
+      if round_num % rounds_per_eval == 0 or round_num == total_rounds or nonfinite:
+        evaluated, device_metrics = _evaluate(
+            process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
+        )
+        released.update(evaluated)
+        nonfinite = nonfinite or _nonfinite_evidence(process, state, len(client_ids), released)
+      if nonfinite:
+        nonfinite_round = round_num
+        logging.error(
+            'Round %d of %d: the model became non-finite (%s); training stopped in this round (summary.json: '
+            'nonfinite_model_round). Lower the learning rates.', round_num, total_rounds, nonfinite,
+        )
+      _release(release_managers, released, round_num)
+      progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
+      if nonfinite_round is not None:
+        break
+      if checkpointer is not None and round_num % rounds_per_checkpoint == 0:
+        checkpointer.save(round_num, collections.OrderedDict(
+            server_state=state, rng=checkpoints.rng_state_to_json(rng), secure_average_calls=secure_average_calls,
+            round_seconds=np.asarray(round_seconds, np.float64),
+        ))
+        checkpoint_round = round_num
+  except KeyboardInterrupt:
+    progress.close()
+    raise Interrupted(_interruption_message(
+        round_num, total_rounds, checkpoint_round, checkpointer and checkpointer.root_dir
+    )) from None
+  progress.close()
   if first_round > total_rounds:  # resumed from a checkpoint of the last round: the run had finished
     released, device_metrics = _evaluate(
         process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
@@ -199,10 +241,12 @@ def run_training(
       if key.startswith(('eval/', 'train/', 'personal/', 'personal_honest/', 'personal_corrupted/'))
   )
   summary.update(
-      rounds=total_rounds,
+      rounds=total_rounds if nonfinite_round is None else nonfinite_round,
       secure_average_calls=secure_average_calls,
       seconds_per_round=float(np.mean(round_seconds)) if round_seconds else 0.0,
   )
+  if nonfinite_round is not None:
+    summary['nonfinite_model_round'] = nonfinite_round
   summary.update(summary_extras or {})
   _save_model_weights(os.path.join(output_dir, 'model_weights.npz'), process.get_model_weights(state))
   if indexed:
@@ -236,6 +280,35 @@ def _evaluate(process, task, state, store, personal_evaluator, client_ids, corru
         evaluation.split_honest_and_corrupted('personal', device_metrics['personal'], corrupted_client_ids)
     ))
   return released, device_metrics
+
+
+def _interruption_message(round_num: int, total_rounds: int, checkpoint_round: Optional[int],
+                          checkpoint_dir: Optional[str]) -> str:
+  where = f'Interrupted in round {round_num} of {total_rounds}'
+  if checkpoint_dir is None:
+    return f'{where}; the run keeps no checkpoints (rounds_per_checkpoint=0), so the same command starts afresh.'
+  if checkpoint_round is None:
+    return f'{where}, before its first checkpoint: the same command starts the run afresh.'
+  return f'{where}: the same command resumes it from round {checkpoint_round} (checkpoint in {checkpoint_dir}).'
+
+
+def _nonfinite_evidence(process, state, num_clients: int, released: dict) -> Optional[str]:
+  """What shows the round's model to be non-finite, or None: a NaN or Inf weight of the global model (of a device's
+  model, for a process without one), or a NaN or Inf `train/loss` or `eval/loss` among the `released` metrics (a
+  model whose finite weights are so large that its loss overflows)."""
+  model_weights = process.get_model_weights(state)
+  if model_weights is not None:
+    models = [model_weights]
+  elif isinstance(process, indexed_clients.IndexedClientsProcess):
+    models = [process.personal_model_weights(state, index) for index in range(num_clients)]
+  else:
+    models = []
+  if not all(np.all(np.isfinite(weight)) for model in models for weight in (*model.trainable, *model.non_trainable)):
+    return 'NaN or Inf weights'
+  for key in _LOSSES:
+    if key in released and not np.isfinite(released[key]):
+      return f'{key} = {released[key]}'
+  return None
 
 
 def _last_released_row(csv_path: str, round_num: int) -> dict[str, float]:

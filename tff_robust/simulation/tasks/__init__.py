@@ -2,6 +2,7 @@
 
 from typing import Optional
 
+from tff_robust.simulation import task_names
 from tff_robust.simulation.tasks import digits
 from tff_robust.simulation.tasks import digits_cohorts
 from tff_robust.simulation.tasks import digits_fedplus
@@ -14,74 +15,11 @@ from tff_robust.simulation.tasks import synthetic_regression_fedplus
 from tff_robust.simulation.tasks import tff_baselines
 from tff_robust.simulation.tasks.base import Task
 
-TASK_NAMES = (
-    'digits', 'synthetic_regression', 'emnist_cnn', 'shakespeare_rnn', 'synthetic_regression_fedplus',
-    'digits_robust', 'digits_personal', 'digits_cohorts',
-) + tuple(sent140.TASK_SETTINGS) + tuple(fedprox_synthetic.TASK_PARAMETERS)
-TASK_NAMES += emnist_papers.TASK_NAMES + shakespeare_papers.TASK_NAMES
-
-# Options of the papers' task builders that a runner may set (None or absent: the builder's default):
-#   l2_regularization: lambda >= 0 of the linear models' (lambda/2)||w||^2 (Delta-FL, notes §3.4);
-#   num_devices: the number of devices N (the Fed+ tasks' parties, the RFA EMNIST writers sampled);
-#   split_seed: the seed of the task's data draw or train/test split (held fixed by the papers);
-#   max_evaluated_devices: cap of each device group evaluated one by one (Delta-FL's by-device split);
-#   label_concentration: Dirichlet concentration of digits' per-client label mixtures (large: near-uniform);
-#   validation_fraction: share of each digits (or Fed+ digits party's) training examples that replaces the
-#     held-out data in evaluation.
-TASK_OPTIONS = (
-    'l2_regularization', 'num_devices', 'split_seed', 'max_evaluated_devices', 'label_concentration',
-    'validation_fraction',
-)
-
-
-def _same_names(*options: str) -> dict[str, str]:
-  return {option: option for option in options}
-
-
-_FEDPLUS_PARTIES = {'num_devices': 'num_parties', 'split_seed': 'split_seed'}
-_FEDPLUS_DIGITS = {**_FEDPLUS_PARTIES, **_same_names('validation_fraction')}
-# Task -> {option: the builder's argument it sets}; the one record of which task takes which option.
-_BUILDER_ARGUMENTS = {
-    'digits': _same_names('label_concentration', 'validation_fraction'),
-    'synthetic_regression_fedplus': _FEDPLUS_PARTIES,
-    'digits_robust': _FEDPLUS_DIGITS,
-    'digits_personal': _FEDPLUS_DIGITS,
-    'digits_cohorts': _same_names('split_seed'),
-    **{name: _same_names('split_seed', *(['l2_regularization'] if kind == 'linear' else []))
-       for name, (kind, _) in sent140.TASK_SETTINGS.items()},
-    **{name: _same_names('num_devices', 'split_seed') for name in fedprox_synthetic.TASK_PARAMETERS},
-    'emnist_linear_rfa': _same_names('num_devices', 'l2_regularization'),
-    'emnist_cnn_rfa': _same_names('num_devices'),
-    'emnist_linear_dfl': _same_names('split_seed', 'l2_regularization', 'max_evaluated_devices'),
-    'emnist_cnn_dfl': _same_names('split_seed', 'max_evaluated_devices'),
-    'shakespeare_lstm_rfa': _same_names('split_seed'),
-    'shakespeare_gru_dfl': _same_names('split_seed', 'max_evaluated_devices'),
-}
-
-
-def tasks_accepting(option: str) -> tuple[str, ...]:
-  """The tasks (in TASK_NAMES order) whose builder takes `option`, one of TASK_OPTIONS."""
-  if option not in TASK_OPTIONS:
-    raise ValueError(f'option must be one of {TASK_OPTIONS}, got {option!r}')
-  return tuple(name for name in TASK_NAMES if option in _BUILDER_ARGUMENTS.get(name, {}))
-
-
-def builder_arguments(name: str, **options) -> dict:
-  """The keyword arguments of task `name`'s builder for `options` (TASK_OPTIONS; None values are left out).
-
-  Raises:
-    ValueError: for an option outside TASK_OPTIONS, or one set (not None) for a task that does not take it;
-      the message names the option and the tasks that take it.
-  """
-  arguments = {}
-  for option, value in options.items():
-    accepting = tasks_accepting(option)
-    if value is None:
-      continue
-    if name not in accepting:
-      raise ValueError(f'{option} applies to the tasks {", ".join(accepting)}, not {name!r}')
-    arguments[_BUILDER_ARGUMENTS[name][option]] = value
-  return arguments
+# The names and options live in `task_names` (no TensorFlow import, for the runner's flags).
+TASK_NAMES = task_names.TASK_NAMES
+TASK_OPTIONS = task_names.TASK_OPTIONS
+tasks_accepting = task_names.tasks_accepting
+builder_arguments = task_names.builder_arguments
 
 
 def create_task(

@@ -13,6 +13,10 @@ from tff_robust.simulation.tasks import evaluation
 Transform = Callable[[tf.data.Dataset], tf.data.Dataset]
 
 
+class DataUnavailableError(RuntimeError):
+  """A task's data cannot be loaded (no network and no local copy); the message says where to put it."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Task:
   """A federated training task.

@@ -29,6 +29,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.simulation import data_corruption
+from tff_robust.simulation import task_names
 from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import paper_models
 from tff_robust.simulation.tasks import paper_splits
@@ -47,7 +48,7 @@ def load_emnist(cache_dir: Optional[str]):
   try:
     train, test = tff.simulation.datasets.emnist.load_data(only_digits=False, cache_dir=cache_dir)
   except Exception as error:  # TFF raises whatever its downloader raises (URLError, OSError, ...).
-    raise RuntimeError(
+    raise base.DataUnavailableError(
         f'Could not load EMNIST ({type(error).__name__}: {error}). Without network access, put '
         f'{tff_sql_files.EMNIST_FILENAME} in the cache directory or use synthetic data.'
     ) from error
@@ -122,7 +123,7 @@ def create_dfl_task(
   )
 
 
-TASK_NAMES = ('emnist_linear_rfa', 'emnist_cnn_rfa', 'emnist_linear_dfl', 'emnist_cnn_dfl')
+TASK_NAMES = task_names.EMNIST_PAPER_TASK_NAMES
 
 
 def create_task(

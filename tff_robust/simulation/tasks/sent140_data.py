@@ -20,6 +20,8 @@ from typing import Iterable, Optional
 import numpy as np
 import tensorflow as tf
 
+from tff_robust.simulation.tasks import base
+
 DATASET_NAME = 'sentiment140'
 SPLITS = 'train+test'
 MIN_TWEETS_PER_DEVICE = 50
@@ -37,7 +39,7 @@ def _load(data_dir: Optional[str], download: bool) -> tf.data.Dataset:
   try:
     return tfds.load(DATASET_NAME, split=SPLITS, data_dir=data_dir, download=download)
   except Exception as error:  # TFDS raises AssertionError, FileNotFoundError, download errors, ...
-    raise RuntimeError(
+    raise base.DataUnavailableError(
         f'Could not load {DATASET_NAME!r} from data_dir={data_dir!r} ({type(error).__name__}: {error}). '
         'Without network access, prepare it where TFDS looks (`tfds build sentiment140 --data_dir=DIR` on a '
         'machine with network, then copy DIR) and pass that data_dir or set TFDS_DATA_DIR.'

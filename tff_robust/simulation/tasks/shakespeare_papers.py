@@ -33,6 +33,7 @@ from typing import Optional
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.simulation import task_names
 from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import paper_models
 from tff_robust.simulation.tasks import paper_splits
@@ -103,7 +104,7 @@ def load_shakespeare(cache_dir: Optional[str]):
   try:
     train, test = tff.simulation.datasets.shakespeare.load_data(cache_dir=cache_dir)
   except Exception as error:  # TFF raises whatever its downloader raises (URLError, OSError, ...).
-    raise RuntimeError(
+    raise base.DataUnavailableError(
         f'Could not load Shakespeare ({type(error).__name__}: {error}). Without network access, put '
         f'{tff_sql_files.SHAKESPEARE_FILENAME} in the cache directory or use synthetic data.'
     ) from error
@@ -160,7 +161,7 @@ def create_dfl_task(
   )
 
 
-TASK_NAMES = ('shakespeare_lstm_rfa', 'shakespeare_gru_dfl')
+TASK_NAMES = task_names.SHAKESPEARE_PAPER_TASK_NAMES
 
 
 def create_task(

@@ -23,7 +23,7 @@ def _from_baseline(
   try:
     baseline = build_baseline(spec, use_synthetic_data=use_synthetic_data)
   except Exception as error:  # TFF raises whatever its downloader raises (URLError, OSError, ...).
-    raise RuntimeError(
+    raise base.DataUnavailableError(
         f'Could not load the real data of task {name!r} ({type(error).__name__}: {error}). Without network '
         'access or a local TFF dataset cache, pass --use_synthetic_data.'
     ) from error

@@ -1,0 +1,197 @@
+"""The TensorFlow part of `python -m experiments.train`: builds the task and the algorithm from the parsed flags
+(`experiments.train_flags`) and trains. `experiments.train` imports it once the flags have passed their checks.
+"""
+
+import dataclasses
+import os
+import shutil
+import sys
+
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from experiments import train_flags
+from tff_robust.simulation import algorithms
+from tff_robust.simulation import client_pipelines
+from tff_robust.simulation import corruption
+from tff_robust.simulation import execution_context
+from tff_robust.simulation import gpu_placement
+from tff_robust.simulation import run_settings
+from tff_robust.simulation import schedules
+from tff_robust.simulation import tasks
+from tff_robust.simulation import training_loop
+from tff_robust.simulation.tasks import base
+
+# Flags named like the `AlgorithmConfig` fields they set.
+_CONFIG_FLAGS = tuple(field.name for field in dataclasses.fields(algorithms.AlgorithmConfig))
+_HEADLINE_METRICS = (
+    'eval/accuracy', 'eval/mse', 'eval/loss', 'eval/error_mean', 'eval/error_p90', 'personal/loss_mean',
+    'personal/error_mean', 'personal_honest/error_mean', 'personal_corrupted/error_mean', 'rounds',
+    'secure_average_calls', 'nonfinite_model_round',
+)
+
+
+def _algorithm_config() -> algorithms.AlgorithmConfig:
+  settings = {name: flags.FLAGS[name].value for name in _CONFIG_FLAGS}
+  settings['num_selected'] = settings['num_selected'] or None  # 0: the rule's default
+  return algorithms.AlgorithmConfig(**settings)
+
+
+def _update_attack():
+  return train_flags.CORRUPTION.value if train_flags.CORRUPTION.value in corruption.UPDATE_ATTACKS else None
+
+
+def _cohort_transform():
+  """The per-round change to the cohort's data the flags ask for (the validators allow at most one)."""
+  if train_flags.MINIBATCH_FRACTION.value is not None:
+    return client_pipelines.minibatch(train_flags.MINIBATCH_FRACTION.value)
+  if train_flags.STRAGGLER_FRACTION.value > 0:
+    return client_pipelines.stragglers(
+        train_flags.STRAGGLER_FRACTION.value, epochs=train_flags.CLIENT_EPOCHS.value,
+        batch_size=train_flags.CLIENT_BATCH_SIZE.value,
+    )
+  return None
+
+
+def create_task() -> base.Task:
+  """The task the flags name; raises Refusal if its data cannot be loaded."""
+  task_options = {flag.name: flag.value for flag in train_flags.TASK_OPTION_FLAGS if flag.value is not None}
+  try:
+    return tasks.create_task(
+        train_flags.TASK.value, client_epochs=train_flags.CLIENT_EPOCHS.value,
+        client_batch_size=train_flags.CLIENT_BATCH_SIZE.value, seed=train_flags.SEED.value,
+        use_synthetic_data=train_flags.USE_SYNTHETIC_DATA.value, cache_dir=train_flags.DATA_CACHE_DIR.value,
+        **task_options,
+    )
+  except base.DataUnavailableError as error:
+    raise train_flags.Refusal(f'--task={train_flags.TASK.value}: {error}') from None
+
+
+def check_settings(task: base.Task) -> int:
+  """The cohort size; raises Refusal for settings the task, the algorithm or this machine cannot run.
+
+  These checks need TensorFlow (the task's clients, the algorithm's aggregator, the GPUs TensorFlow sees); none
+  runs a TFF computation.
+  """
+  algorithm = train_flags.ALGORITHM.value
+  every_device = algorithm in algorithms.INDEXED_ALGORITHM_NAMES
+  clients_per_round = train_flags.CLIENTS_PER_ROUND.value
+  if clients_per_round is None:
+    clients_per_round = training_loop.default_clients_per_round(
+        task, train_flags.DEFAULT_CLIENTS_PER_ROUND, every_client_every_round=every_device
+    )
+  try:
+    training_loop.check_clients_per_round(task, clients_per_round, every_client_every_round=every_device)
+  except ValueError as error:
+    raise train_flags.Refusal(f'--clients_per_round: {error}') from None
+  try:
+    algorithms.check_settings(
+        algorithm, _algorithm_config(), clients_per_round=clients_per_round, update_attack=_update_attack()
+    )
+  except ValueError as error:
+    raise train_flags.Refusal(f'--algorithm={algorithm}: {error}') from None
+  try:
+    gpu_placement.check_gpu_setting(train_flags.GPUS.value)
+  except ValueError as error:
+    raise train_flags.Refusal(str(error)) from None
+  return clients_per_round
+
+
+def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
+  algorithm = train_flags.ALGORITHM.value
+  fedprox_mu, personal_rate = train_flags.FEDPROX_MU.value, train_flags.PERSONAL_LEARNING_RATE.value
+  minibatch, stragglers = train_flags.MINIBATCH_FRACTION.value, train_flags.STRAGGLER_FRACTION.value
+  return dict(
+      algorithm=algorithm, task=train_flags.TASK.value, seed=train_flags.SEED.value,
+      clients_per_round=clients_per_round, corruption=train_flags.CORRUPTION.value,
+      corruption_fraction=train_flags.CORRUPTION_FRACTION.value,
+      corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
+      **{flag.name: flag.value for flag in train_flags.TASK_OPTION_FLAGS if flag.value is not None},
+      **({'conformity_level': train_flags.CONFORMITY_LEVEL.value, 'quantile_method': train_flags.QUANTILE_METHOD.value,
+          'threshold_period': train_flags.THRESHOLD_PERIOD.value} if algorithm == 'delta_fl' else {}),
+      **({'fedplus_sigma': train_flags.FEDPLUS_SIGMA.value, 'fedplus_delta': train_flags.FEDPLUS_DELTA.value,
+          'local_init_mixing': train_flags.LOCAL_INIT_MIXING.value} if algorithm.startswith('fedplus_') else {}),
+      **({'fedprox_mu': fedprox_mu} if algorithm == 'fedprox' else {}),
+      **({'personal_learning_rate': personal_rate} if personal_rate is not None else {}),
+      **({'minibatch_fraction': minibatch} if minibatch is not None else {}),
+      **({'straggler_fraction': stragglers} if stragglers > 0 else {}),
+      **({'channel': train_flags.CHANNEL.value, 'snr_db': train_flags.SNR_DB.value,
+          'flip_probability': train_flags.FLIP_PROBABILITY.value}
+         if algorithm in algorithms.INDEXED_ALGORITHM_NAMES else {}),
+  )
+
+
+def _train(task, clients_per_round: int) -> dict:
+  """Builds the process on a TFF worker, records the run's settings (after --overwrite cleared its directory) and
+  runs `training_loop.run_training`; returns its summary. Raises Refusal for an algorithm TFF cannot shard."""
+  if train_flags.TFF_WORKER_ADDRESS.value:
+    execution_context.set_remote_execution_context(train_flags.TFF_WORKER_ADDRESS.value)
+  else:
+    execution_context.set_local_execution_context(
+        max_concurrent_computation_calls=train_flags.MAX_CONCURRENT_COMPUTATION_CALLS.value,
+        visible_gpus=gpu_placement.visible_gpus_setting(train_flags.GPUS.value),
+    )
+  algorithm, seed = train_flags.ALGORITHM.value, train_flags.SEED.value
+  process = algorithms.build_learning_process(
+      algorithm, task.model_fn, _algorithm_config(), clients_per_round=clients_per_round,
+      update_attack=_update_attack(), seed=seed,
+  )
+  if len(train_flags.TFF_WORKER_ADDRESS.value) > 1:
+    try:
+      execution_context.check_shardable(process.next, f'--algorithm={algorithm}')
+    except ValueError as error:
+      raise train_flags.Refusal(str(error)) from None
+  output_dir = train_flags.output_dir()
+  if train_flags.OVERWRITE.value and os.path.exists(output_dir):
+    shutil.rmtree(output_dir)
+  run_settings.record(output_dir, train_flags.defining_settings())  # once nothing can refuse the command
+  corrupted = (
+      frozenset() if train_flags.CORRUPTION.value == 'none'
+      else corruption.select_corrupted_clients(task, train_flags.CORRUPTION_FRACTION.value, seed)
+  )
+  client_lr_decay = train_flags.CLIENT_LR_DECAY.value
+  return training_loop.run_training(
+      process,
+      task,
+      corruption.make_client_data_fn(task, train_flags.CORRUPTION.value, corrupted),
+      total_rounds=train_flags.TOTAL_ROUNDS.value,
+      clients_per_round=clients_per_round,
+      rounds_per_eval=train_flags.ROUNDS_PER_EVAL.value,
+      seed=seed,
+      output_dir=output_dir,
+      show_progress=train_flags.PROGRESS_BAR.value,
+      rounds_per_checkpoint=train_flags.ROUNDS_PER_CHECKPOINT.value,
+      cohort_transform=_cohort_transform(),
+      corrupted_client_ids=corrupted,
+      client_learning_rate_schedule=None if client_lr_decay == 1.0 else schedules.step_decay(
+          flags.FLAGS.client_learning_rate, client_lr_decay, train_flags.CLIENT_LR_DECAY_ROUNDS.value
+      ),
+      summary_extras=_summary_extras(task, corrupted, clients_per_round),
+  )
+
+
+def run() -> int:
+  """Trains as the parsed flags say; returns the exit status (0, or train_flags' EXIT_NONFINITE_MODEL or
+  EXIT_INTERRUPTED).
+
+  Raises:
+    train_flags.Refusal: for settings `check_settings` refuses, or a task whose data cannot be loaded.
+  """
+  execution_context.discard_tff_default_context()  # a refusal below exits without TFF's noise
+  logging.set_verbosity(logging.WARNING)
+  tf.keras.utils.set_random_seed(train_flags.SEED.value)
+  task = create_task()
+  clients_per_round = check_settings(task)
+  try:
+    summary = _train(task, clients_per_round)
+  except training_loop.Interrupted as interrupted:
+    print(interrupted, file=sys.stderr)
+    return train_flags.EXIT_INTERRUPTED
+  finally:
+    execution_context.stop_local_execution_context()
+  headline = {key: value for key, value in summary.items() if key in _HEADLINE_METRICS}
+  output_dir = train_flags.output_dir()
+  print(f'{train_flags.ALGORITHM.value} on {train_flags.TASK.value}: {headline}')
+  print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')
+  return train_flags.EXIT_NONFINITE_MODEL if 'nonfinite_model_round' in summary else 0

@@ -1,0 +1,82 @@
+"""Ctrl-C stops a run with one line saying where it resumes from, and the worker with it; the same command resumes."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+from tests.experiments import test_train_flags
+from tests.experiments import train_runs
+
+_FLAGS = ('--task=digits', '--algorithm=rfa', '--clients_per_round=5', '--rounds_per_checkpoint=1',
+          '--rounds_per_eval=50')
+_INTERRUPT_AFTER_CHECKPOINT = 2
+
+
+def _wait_for(path, process, timeout=600):
+  deadline = time.monotonic() + timeout
+  while not os.path.exists(path):
+    assert process.poll() is None, 'the run ended before it was interrupted'
+    assert time.monotonic() < deadline, f'no {path} after {timeout}s'
+    time.sleep(0.05)
+
+
+def _live_processes_of_group(group: int) -> list[int]:
+  """Process ids of the processes of process group `group` that are not zombies (from /proc)."""
+  found = []
+  for entry in filter(str.isdigit, os.listdir('/proc')):
+    try:
+      with open(f'/proc/{entry}/stat') as f:
+        state, _, process_group = f.read().rsplit(')', 1)[1].split()[:3]
+    except OSError:  # the process has gone
+      continue
+    if int(process_group) == group and state != 'Z':
+      found.append(int(entry))
+  return found
+
+
+def _process_group_is_empty(group: int, timeout=30) -> bool:
+  deadline = time.monotonic() + timeout
+  while _live_processes_of_group(group):
+    if time.monotonic() > deadline:
+      return False
+    time.sleep(0.1)
+  return True
+
+
+def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
+  process = subprocess.Popen(
+      [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', '--total_rounds=200',
+       *_FLAGS],
+      cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      start_new_session=True, env=test_train_flags.user_environment(),
+  )
+  try:
+    checkpoint = tmp_path / 'run' / 'checkpoints' / 'program_state' / f'round_{_INTERRUPT_AFTER_CHECKPOINT}'
+    _wait_for(checkpoint / 'checkpoint_manifest.json', process)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the run's whole process group, worker included
+    _, stderr = process.communicate(timeout=120)
+    group_emptied = _process_group_is_empty(process.pid)
+  finally:  # whatever failed, nothing of the run outlives the test
+    try:
+      os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+      pass
+    process.wait()
+  assert group_emptied, 'a process of the run (the TFF worker?) outlived it'
+  assert process.returncode == 130, stderr[-3000:]
+  assert 'Traceback' not in stderr and 'KeyboardInterrupt' not in stderr, stderr[-3000:]
+  last_line = stderr.splitlines()[-1]
+  match = re.fullmatch(r'Interrupted in round (\d+) of 200: the same command resumes it from round (\d+) '
+                       r'\(checkpoint in (.+)\)\.', last_line)
+  assert match, stderr[-3000:]
+  interrupted, resumable = int(match[1]), int(match[2])
+  assert _INTERRUPT_AFTER_CHECKPOINT <= resumable < interrupted
+  assert match[3] == str(tmp_path / 'run' / 'checkpoints')
+
+  resumed = train_runs.train(tmp_path, f'--total_rounds={resumable + 1}', *_FLAGS)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert f'resumed from round {resumable} of {resumable + 1}' in resumed.stdout
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['rounds'] == resumable + 1 and [int(row['round']) for row in rows] == list(range(1, resumable + 2))

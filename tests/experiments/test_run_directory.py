@@ -1,0 +1,42 @@
+"""A run's directory holds one run: the same command resumes it (a larger --total_rounds continues it), a command
+with other settings is refused in one line naming the flags, and --overwrite starts afresh."""
+
+import json
+
+from tests.experiments import train_runs
+
+_FLAGS = ('--task=digits', '--rounds_per_checkpoint=1', '--rounds_per_eval=2', '--clients_per_round=5')
+
+
+def test_a_run_resumes_only_under_the_settings_it_was_started_with(tmp_path):
+  first = train_runs.train(tmp_path, *_FLAGS, '--algorithm=rfa', '--total_rounds=2')
+  assert first.returncode == 0, first.stderr[-3000:]
+  with open(tmp_path / 'run' / 'summary.json') as f:
+    summary = f.read()
+
+  for other, names in ((('--algorithm=rfa', '--corruption=data', '--corruption_fraction=0.25'),
+                        ('--corruption was "none", now "data"', '--corruption_fraction was 0.0, now 0.25')),
+                       (('--algorithm=fedavg',), ('--algorithm was "rfa", now "fedavg"',))):
+    refused = train_runs.train(tmp_path, *_FLAGS, *other, '--total_rounds=2', timeout=120)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    (line,) = refused.stderr.splitlines()
+    assert all(name in line for name in (*names, '--overwrite', '--experiment_name')), line
+    with open(tmp_path / 'run' / 'summary.json') as f:
+      assert f.read() == summary  # the run is untouched
+
+  continued = train_runs.train(tmp_path, *_FLAGS, '--algorithm=rfa', '--total_rounds=3', '--rounds_per_eval=3')
+  assert continued.returncode == 0, continued.stderr[-3000:]
+  assert 'resumed from round 2 of 3' in continued.stdout
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['rounds'] == 3 and [row['round'] for row in rows] == ['1', '2', '3']
+
+  fresh = train_runs.train(tmp_path, *_FLAGS, '--algorithm=rfa', '--corruption=data', '--corruption_fraction=0.25',
+                           '--total_rounds=1', '--overwrite')
+  assert fresh.returncode == 0, fresh.stderr[-3000:]
+  assert 'resumed' not in fresh.stdout
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['corruption'] == 'data' and summary['corruption_fraction'] == 0.25
+  assert [row['round'] for row in rows] == ['1']
+  with open(tmp_path / 'run' / 'run_settings.json') as f:
+    settings = json.load(f)
+  assert settings['corruption'] == 'data' and 'total_rounds' not in settings and 'overwrite' not in settings

@@ -1,0 +1,44 @@
+"""The runner's defaults run: the README's examples as written (up to the number of rounds), and the sign-vote
+algorithms without --clients_per_round (every device of the task, each trains every round)."""
+
+import os
+import re
+
+import pytest
+
+from tests.experiments import train_runs
+
+_README_RUNNER_COMMAND = '.venv/bin/python -m experiments.train '
+
+
+def _readme_examples() -> list[list[str]]:
+  """The flags of every `experiments.train` command in the README's Experiments block that trains a model."""
+  with open(os.path.join(train_runs.REPO, 'README.md')) as f:
+    block = f.read().split('## Experiments\n\n```bash\n', 1)[1].split('```', 1)[0]
+  lines = [line.split('#')[0].strip() for line in block.splitlines() if line.startswith(_README_RUNNER_COMMAND)]
+  return [line.removeprefix(_README_RUNNER_COMMAND).split() for line in lines if '--help' not in line]
+
+
+def test_the_readme_examples_are_the_two_this_file_runs():
+  assert _readme_examples() == [['--task=digits', '--algorithm=rfa'],
+                                ['--task=emnist_cnn', '--algorithm=rfa_one_step', '--use_synthetic_data']]
+
+
+def test_the_readme_emnist_example_runs_as_written_but_for_its_rounds(tmp_path):
+  """The full 100 rounds take ~100 s here; `test_train.py` runs the digits example at its default 100 rounds."""
+  result = train_runs.train(tmp_path, *_readme_examples()[1], '--total_rounds=2')
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['clients_per_round'] == 1  # TFF's synthetic EMNIST: 1 training client, 1 test device
+  assert len(rows) == 2 and 0.0 <= summary['eval/accuracy'] <= 1.0
+
+
+@pytest.mark.parametrize('algorithm, flags', [('signsgd', ()), ('mtfeel', ('--dde_steps=1',))])
+def test_sign_vote_algorithms_default_to_every_device_of_the_task(tmp_path, algorithm, flags):
+  result = train_runs.train(tmp_path, '--task=digits_cohorts', f'--algorithm={algorithm}', '--total_rounds=1',
+                            '--client_batch_size=20', *flags)
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['clients_per_round'] == 30
+  assert float(rows[0]['aggregator/channel/bits']) == 30 * 650 * (30 if algorithm == 'mtfeel' else 1)
+  assert re.search(r'"clients_per_round": null', (tmp_path / 'run' / 'run_settings.json').read_text())

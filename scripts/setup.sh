@@ -21,7 +21,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
 # The lock pins every package (jax/jaxlib overridden, see overrides.txt), so no resolver runs here.
-.venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -r requirements.lock
+# --compile-bytecode: uv writes no .pyc by default, and where PYTHONDONTWRITEBYTECODE is set (this kind of machine
+# sets it) Python never caches one, so every process would compile TensorFlow and TFF from source at import:
+# 9.3 s of CPU per `import tensorflow_federated` without the .pyc files, 3.5 s with them.
+.venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python --no-deps -r requirements.lock
 .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .
 .venv/bin/python -c 'import tensorflow_federated, tff_robust; print("setup: tensorflow_federated", tensorflow_federated.__version__, "and tff_robust", tff_robust.__version__, "installed in .venv")' 2>/dev/null
 

@@ -45,7 +45,10 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     - `secure_average_calls`: inner weighted-mean calls used (= `num_passes`).
     - `objective`: g(v^(r)) / sum_i alpha_i at every iterate v^(r) broadcast to the clients, aggregated in
       the same pass as the re-weighting (length `num_passes - 1` for 'mean', `num_passes` for 'zero').
-    - `num_nonfinite_clients`: clients whose value or weight was not finite.
+    - `num_nonfinite_clients`: clients whose value or weight reached this aggregator not finite. Behind TFF's
+      model-delta client work (`build_weighted_fed_avg`, `build_rfa_process`) it is 0: that client work
+      replaces a non-finite update by zeros with weight 0 first; `build_rfa_process` and
+      `tff_robust.processes.build_fed_avg_process` count those clients in `client_work/num_nonfinite_updates`.
     - `mean`: measurements of the last inner weighted-mean call.
 
   Secure aggregation: pass `mean_factory=tff.aggregators.MeanFactory(value_sum_factory=

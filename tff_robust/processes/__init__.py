@@ -2,6 +2,7 @@
 
 from tff_robust import _lazy_submodules
 from tff_robust.processes.rfa import build_rfa_process
+from tff_robust.processes.composition import build_fed_avg_process
 from tff_robust.processes.delta_fl import build_delta_fl_process
 from tff_robust.processes.fedplus import build_fedplus_process
 from tff_robust.processes.fedprox import build_fedprox_process

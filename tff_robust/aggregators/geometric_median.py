@@ -59,7 +59,8 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
   Secure aggregation: pass `mean_factory=tff.aggregators.MeanFactory(value_sum_factory=
   tff.aggregators.SecureSumFactory(...), weight_sum_factory=..., no_nan_division=True)` and
   `count_factory=tff.aggregators.SecureSumFactory(1, 0)`. The Weiszfeld weights reach alpha_i / nu, so the
-  secure sums' bounds depend on nu, the client weights and the values.
+  secure sums' bounds depend on nu, the client weights and the values: `SecureGeometricMedianFactory`
+  derives them and counts the clients beyond them.
 
   State: that of the inner weighted mean (the same as `MeanFactory`'s for the default, so a FedAvg state
   continues under RFA). The objective's scalar mean and the count start from their initial state every

@@ -12,6 +12,9 @@ import sys
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 _DOCUMENTS = [_REPO / 'README.md', *sorted((_REPO / 'docs').glob('*.md'))]
 _DOTTED_NAME = re.compile(r'\btff_robust(?:\.[A-Za-z_][A-Za-z0-9_]*)+')
+_MARKDOWN_LINK = re.compile(r'\]\(([^)\s]+)\)')
+_RELATIVE_PATH = re.compile(r'`((?:\.\./|\./)[^`\s]+)`')
+_REPOSITORY_PATH = re.compile(r'`((?:docs|results|experiments|tests|tff_robust|benchmarks|scripts)/[^`\s*{}<>|]+)`')
 
 
 def _documented_names() -> list[str]:
@@ -65,3 +68,43 @@ def test_an_unknown_submodule_is_an_attribute_error_naming_it():
   resolved = _resolve_names(['tff_robust.aggregators.no_such_module'])
   error = resolved['errors']['tff_robust.aggregators.no_such_module']
   assert error.startswith('AttributeError') and 'no_such_module' in error
+
+
+def _relative_references(text: str) -> set[str]:
+  """Markdown link targets that are not URLs or anchors, and code spans that are paths (`./x`, `../x`, or a
+  path under one of the repository's folders, without wildcards or placeholders)."""
+  links = {m.group(1) for m in _MARKDOWN_LINK.finditer(text) if '://' not in m.group(1)}
+  links = {link.split('#', 1)[0] for link in links if not link.startswith(('#', 'mailto:'))}
+  paths = {m.group(1) for m in _RELATIVE_PATH.finditer(text)}
+  paths |= {m.group(1).rstrip('/') for m in _REPOSITORY_PATH.finditer(text)}
+  return {link for link in links | paths if link}
+
+
+def test_every_relative_reference_resolves_inside_the_repository():
+  unresolved = []
+  for doc in _DOCUMENTS:
+    for reference in sorted(_relative_references(doc.read_text())):
+      base = doc.parent if reference.startswith('.') or doc.parent == _REPO else _REPO
+      target = (base / reference).resolve()
+      if not target.is_relative_to(_REPO) or not target.exists():
+        unresolved.append(f'{doc.relative_to(_REPO)}: {reference}')
+  assert unresolved == []
+
+
+def test_the_api_reference_lists_every_public_builder_and_factory():
+  api = (_REPO / 'docs' / 'api.md').read_text()
+  public = _resolve_public_names()
+  missing = [name for name in public if f'`{name}' not in api]
+  assert missing == []
+
+
+def _resolve_public_names() -> list[str]:
+  """`tff_robust.processes.build_*` and `tff_robust.aggregators.*Factory` / `*_factory` exported by the
+  packages (their `__init__` imports), as dotted names."""
+  names = []
+  for package, pattern in (('processes', r'build_\w+'), ('aggregators', r'\w+(?:Factory|_factory)')):
+    init = (_REPO / 'tff_robust' / package / '__init__.py').read_text()
+    for name in re.findall(r'^from tff_robust\.[\w.]+ import (\w+)$', init, re.MULTILINE):
+      if re.fullmatch(pattern, name):
+        names.append(f'tff_robust.{package}.{name}')
+  return names

@@ -17,15 +17,20 @@ _DIMENSION = 4
 _LEARNING_RATE = 0.05
 
 
-def _linear_model_fn():
+_INPUT_SPEC = collections.OrderedDict(
+    x=tf.TensorSpec([None, _DIMENSION], tf.float32), y=tf.TensorSpec([None, 1], tf.float32)
+)
+
+
+def _linear_keras_model():
   inputs = tf.keras.Input(shape=(_DIMENSION,))
   outputs = tf.keras.layers.Dense(1, use_bias=False, kernel_initializer='zeros')(inputs)
+  return tf.keras.Model(inputs, outputs)
+
+
+def _linear_model_fn():
   return tff.learning.models.from_keras_model(
-      tf.keras.Model(inputs, outputs),
-      loss=tf.keras.losses.MeanSquaredError(),
-      input_spec=collections.OrderedDict(
-          x=tf.TensorSpec([None, _DIMENSION], tf.float32), y=tf.TensorSpec([None, 1], tf.float32)
-      ),
+      _linear_keras_model(), loss=tf.keras.losses.MeanSquaredError(), input_spec=_INPUT_SPEC
   )
 
 
@@ -105,6 +110,54 @@ def test_conformity_one_is_fedavg():
     assert output.metrics['client_work']['filter']['num_kept'] == len(cohort)
   np.testing.assert_allclose(_weights(process, state), _weights(fedavg, fedavg_state), rtol=1e-6)
   assert np.linalg.norm(_weights(process, state)) > 0.1
+
+
+def _functional_linear_model():
+  return tff.learning.models.functional_model_from_keras(
+      _linear_keras_model, tf.keras.losses.MeanSquaredError(), _INPUT_SPEC
+  )
+
+
+def test_a_functional_model_is_taken_as_build_weighted_fed_avg_takes_it():
+  clients = _regression_clients()
+  functional = _functional_linear_model()
+  fedavg = tff.learning.algorithms.build_weighted_fed_avg(functional, _sgd(_LEARNING_RATE))
+  process = delta_fl.build_delta_fl_process(functional, _sgd(_LEARNING_RATE), conformity_level=0.5)
+  assert process.initialize.type_signature.result.member.global_model_weights == (
+      fedavg.initialize.type_signature.result.member.global_model_weights
+  )
+  state, w = process.initialize(), np.zeros(_DIMENSION)
+  for _ in range(2):  # the same rounds as the NumPy simulation of Algorithm 2 (and the VariableModel's)
+    output = process.next(state, [_dataset(x, y) for x, y in clients])
+    state = output.state
+    w, eta, kept, _ = _numpy_round(w, [(x.astype(np.float64), y.astype(np.float64)) for x, y in clients], 0.5)
+    assert output.metrics['client_work']['filter']['num_kept'] == kept.sum()
+    assert output.metrics['client_work']['filter']['threshold'] == pytest.approx(eta, rel=1e-5)
+  np.testing.assert_allclose(_weights(process, state), w, rtol=1e-4, atol=1e-5)
+
+
+def test_a_model_distributor_is_used_as_build_weighted_fed_avg_uses_it():
+  weights_type = tff.learning.models.weights_type_from_model(_linear_model_fn)
+
+  @tff.federated_computation()
+  def init_fn():
+    return tff.federated_value((), tff.SERVER)
+
+  @tff.federated_computation(init_fn.type_signature.result, tff.FederatedType(weights_type, tff.SERVER))
+  def next_fn(state, weights):
+    return tff.templates.MeasuredProcessOutput(
+        state, tff.federated_broadcast(weights), tff.federated_value(np.int32(7), tff.SERVER)
+    )
+
+  distributor = tff.learning.templates.DistributionProcess(init_fn, next_fn)
+  process = delta_fl.build_delta_fl_process(
+      _linear_model_fn, _sgd(_LEARNING_RATE), conformity_level=0.5, model_distributor=distributor
+  )
+  clients = _regression_clients()
+  output = process.next(process.initialize(), [_dataset(x, y) for x, y in clients])
+  assert output.metrics['distributor'] == 7
+  w, _, _, _ = _numpy_round(np.zeros(_DIMENSION), [(x.astype(np.float64), y.astype(np.float64)) for x, y in clients], 0.5)
+  np.testing.assert_allclose(_weights(process, output.state), w, rtol=1e-4, atol=1e-5)
 
 
 def test_secure_quantile_takes_the_same_step_as_the_exact_one():

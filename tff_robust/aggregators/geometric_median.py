@@ -5,7 +5,9 @@ Robust Federated Aggregation (RFA; Pillutla, Kakade, Harchaoui), Algorithms 2 an
 breakdown point is 1/2 (the mean's is 0). Smoothed Weiszfeld, eq. (16), needs only weighted averages:
     server broadcasts v^(r);  client i computes beta_i = alpha_i / max(nu, ||v^(r) - w_i||);
     v^(r+1) = sum_i beta_i w_i / sum_i beta_i        (one call of the secure-average oracle),
-so each pass is one call of an inner weighted-mean process and no individual w_i is revealed.
+so each pass is one call of an inner weighted-mean process and no individual w_i is revealed. The
+measurements travel the same way: the objective as a weighted mean of the distances, the non-finite count as
+a sum through an injectable factory, so a secure configuration sums nothing in plain (`privacy`).
 """
 
 import collections
@@ -43,14 +45,26 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
 
   Measurements:
     - `secure_average_calls`: inner weighted-mean calls used (= `num_passes`).
-    - `objective`: g(v^(r)) / sum_i alpha_i at every iterate v^(r) broadcast to the clients, aggregated in
-      the same pass as the re-weighting (length `num_passes - 1` for 'mean', `num_passes` for 'zero').
-    - `num_nonfinite_clients`: clients whose value or weight was not finite.
+    - `objective`: g(v^(r)) / sum_i alpha_i at every iterate v^(r) broadcast to the clients (length
+      `num_passes - 1` for 'mean', `num_passes` for 'zero'): the weighted mean of the distances
+      ||v^(r) - w_i|| with weights alpha_i, through a scalar process of `mean_factory`, sent in the same
+      pass as the re-weighting (not counted in `secure_average_calls`).
+    - `num_nonfinite_clients`: clients whose value or weight reached this aggregator not finite. Behind TFF's
+      model-delta client work (`build_weighted_fed_avg`, `build_rfa_process`) it is 0: that client work
+      replaces a non-finite update by zeros with weight 0 first; `build_rfa_process` and
+      `tff_robust.processes.build_fed_avg_process` count those clients in `client_work/num_nonfinite_updates`.
+      Summed by `count_factory`.
     - `mean`: measurements of the last inner weighted-mean call.
 
   Secure aggregation: pass `mean_factory=tff.aggregators.MeanFactory(value_sum_factory=
-  tff.aggregators.SecureSumFactory(...), weight_sum_factory=..., no_nan_division=True)`. The Weiszfeld
-  weights reach alpha_i / nu, so choose the weight bound (or `smoothing`) with the secure sum's range in mind.
+  tff.aggregators.SecureSumFactory(...), weight_sum_factory=..., no_nan_division=True)` and
+  `count_factory=tff.aggregators.SecureSumFactory(1, 0)`. The Weiszfeld weights reach alpha_i / nu, so the
+  secure sums' bounds depend on nu, the client weights and the values: `SecureGeometricMedianFactory`
+  derives them and counts the clients beyond them.
+
+  State: that of the inner weighted mean (the same as `MeanFactory`'s for the default, so a FedAvg state
+  continues under RFA). The objective's scalar mean and the count start from their initial state every
+  round; TFF's sums with fixed bounds (`SumFactory`, `SecureSumFactory` with constants) are stateless.
   """
 
   def __init__(
@@ -59,6 +73,7 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       smoothing: float = 1e-6,
       init: str = 'mean',
       mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+      count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
   ):
     """Initializes the factory.
 
@@ -67,7 +82,10 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       smoothing: the smoothing nu > 0 of eq. (16); distances below it are treated as nu.
       init: 'mean' or 'zero', see the class docstring.
       mean_factory: a `tff.aggregators.WeightedAggregationFactory` for every pass; defaults to
-        `tff.aggregators.MeanFactory(no_nan_division=True)`.
+        `tff.aggregators.MeanFactory(no_nan_division=True)`. It also averages the distances of the
+        `objective` measurement (a scalar process).
+      count_factory: a `tff.aggregators.UnweightedAggregationFactory` that sums the clients' int32 0/1
+        non-finite flags; defaults to `tff.aggregators.SumFactory()`.
 
     Raises:
       TypeError: if an argument has the wrong type.
@@ -87,6 +105,7 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     self._smoothing = float(smoothing)
     self._init = init
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_value_type(value_type)
@@ -96,15 +115,16 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     weight_dtype = widening.scalar_dtype(value_type, weight_type)
     wide_weight_type = tff.TensorType(weight_dtype)
     mean_process = self._mean_factory.create(wide_type, wide_weight_type)
+    objective_process = self._mean_factory.create(wide_weight_type, wide_weight_type)
+    count_process = self._count_factory.create(tff.TensorType(np.int32))
     smoothing = self._smoothing
 
     def weiszfeld_weight(value, weight, center):
-      """beta_i = alpha_i / max(nu, ||v - w_i||), and alpha_i ||v - w_i|| for the objective (eq. 6)."""
+      """beta_i = alpha_i / max(nu, ||v - w_i||), and ||v - w_i|| (0 at weight 0) for the objective (eq. 6)."""
       distance = structure_math.global_l2_norm(tf.nest.map_structure(tf.subtract, value, center))
       distance = tf.cast(distance, weight_dtype)
       beta = weight / tf.maximum(tf.constant(smoothing, weight_dtype), distance)
-      weighted_distance = tf.where(weight > 0, weight * distance, tf.zeros_like(weight))
-      return beta, weighted_distance
+      return beta, tf.where(weight > 0, distance, tf.zeros_like(distance))
 
     widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
 
@@ -115,10 +135,6 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     @tff.tensorflow.computation(wide_type, wide_weight_type)
     def weiszfeld_weight_at_origin(value, weight):
       return weiszfeld_weight(value, weight, tf.nest.map_structure(tf.zeros_like, value))
-
-    @tff.tensorflow.computation(wide_weight_type, wide_weight_type)
-    def divide_no_nan(numerator, denominator):
-      return tf.math.divide_no_nan(numerator, denominator)
 
     @tff.tensorflow.computation(wide_type)
     def narrow_or_zeros_if_nonfinite(center):
@@ -137,12 +153,13 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     def next_fn(state, value, weight):
       sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
       value, weight, nonfinite = sanitized[0], sanitized[1], sanitized[2]
-      total_weight = tff.federated_sum(weight)
+      mean_state, objective_state = state, objective_process.initialize()
+      count = count_process.next(count_process.initialize(), nonfinite)
 
       center = None
       if self._init == 'mean':
-        output = mean_process.next(state, value, weight)
-        state, center = output.state, output.result
+        output = mean_process.next(mean_state, value, weight)
+        mean_state, center = output.state, output.result
       objectives = []
       while len(objectives) + (self._init == 'mean') < self._num_passes:
         if center is None:
@@ -151,20 +168,20 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
           reweighted = tff.federated_map(
               weiszfeld_weight_at, (value, weight, tff.federated_broadcast(center))
           )
-        objectives.append(
-            tff.federated_map(divide_no_nan, (tff.federated_sum(reweighted[1]), total_weight))
-        )
-        output = mean_process.next(state, value, reweighted[0])
-        state, center = output.state, output.result
+        objective = objective_process.next(objective_state, reweighted[1], weight)
+        objective_state = objective.state
+        objectives.append(objective.result)
+        output = mean_process.next(mean_state, value, reweighted[0])
+        mean_state, center = output.state, output.result
 
       measurements = collections.OrderedDict(
           secure_average_calls=tff.federated_value(self._num_passes, tff.SERVER),
           objective=_stack_at_server(objectives, weight_dtype),
-          num_nonfinite_clients=tff.federated_sum(nonfinite),
+          num_nonfinite_clients=count.result,
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(
-          state=state,
+          state=mean_state,
           result=tff.federated_map(narrow_or_zeros_if_nonfinite, center),
           measurements=tff.federated_zip(measurements),
       )

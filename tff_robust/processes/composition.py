@@ -16,10 +16,12 @@ def compose_with_fedavg_parts(
     client_work: tff.learning.templates.ClientWorkProcess,
     aggregator_factory: tff.aggregators.WeightedAggregationFactory,
     server_optimizer_fn: tff.learning.optimizers.Optimizer,
+    model_distributor: Optional[tff.learning.templates.DistributionProcess] = None,
 ) -> tff.learning.templates.LearningProcess:
-  """`tff.learning.templates.compose_learning_process` of TFF's own model initialisation, broadcast and
-  optimizer finalizer with `client_work` and `aggregator_factory` (created for the client work's update
-  type with float32 weights), so the result has `build_weighted_fed_avg`'s state and accessors."""
+  """`tff.learning.templates.compose_learning_process` of TFF's own model initialisation, broadcast (or
+  `model_distributor`) and optimizer finalizer with `client_work` and `aggregator_factory` (created for the
+  client work's update type with float32 weights), so the result has `build_weighted_fed_avg`'s state and
+  accessors."""
 
   @tff.tensorflow.computation
   def initial_model_weights_fn():
@@ -27,9 +29,11 @@ def compose_with_fedavg_parts(
 
   model_weights_type = initial_model_weights_fn.type_signature.result
   update_type = client_work.next.type_signature.result.result.member.update
+  if model_distributor is None:
+    model_distributor = tff.learning.templates.build_broadcast_process(model_weights_type)
   return tff.learning.templates.compose_learning_process(
       initial_model_weights_fn,
-      tff.learning.templates.build_broadcast_process(model_weights_type),
+      model_distributor,
       client_work,
       aggregator_factory.create(update_type, tff.TensorType(np.float32)),
       tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer_fn, model_weights_type),

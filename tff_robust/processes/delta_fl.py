@@ -14,6 +14,7 @@ an interval; the process takes its upper end, so the filter keeps exactly the wo
 would take the lower end and keep all three.
 """
 
+import functools
 from typing import Optional
 
 import numpy as np
@@ -75,13 +76,17 @@ def build_delta_fl_process(
     mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+    model_distributor: Optional[tff.learning.templates.DistributionProcess] = None,
     metrics_aggregator=None,
     loop_implementation: tff.learning.LoopImplementation = tff.learning.LoopImplementation.DATASET_REDUCE,
 ) -> tff.learning.templates.LearningProcess:
   """Builds Delta-FL (Algorithm 2 or 3) as a `tff.learning.templates.LearningProcess`.
 
   Args:
-    model_fn: a no-arg callable returning a `tff.learning.models.VariableModel`.
+    model_fn: as for `build_weighted_fed_avg`: a no-arg callable returning a `tff.learning.models.
+      VariableModel`, or a `tff.learning.models.FunctionalModel`. A functional model runs as
+      `tff.learning.models.model_from_functional(model_fn)` (the same weights, predictions and loss; the
+      training metrics are its `loss`, since that conversion drops the functional model's own metrics).
     client_optimizer_fn: a `tff.learning.optimizers.Optimizer` for local training.
     server_optimizer_fn: a `tff.learning.optimizers.Optimizer` applied to the averaged delta of the kept
       clients; defaults to SGD with learning rate 1.0 (Algorithm 2, line 9).
@@ -100,6 +105,8 @@ def build_delta_fl_process(
     model_aggregator: aggregation of the kept clients' deltas; defaults to
       `tff.aggregators.MeanFactory(no_nan_division=True)`, so a round that keeps nobody is a zero update.
     client_weighting: alpha_k: `NUM_EXAMPLES` (the paper) or `UNIFORM`, for the quantile and the mean.
+    model_distributor: as for `build_weighted_fed_avg`: a `tff.learning.templates.DistributionProcess`;
+      defaults to `tff.learning.templates.build_broadcast_process`.
     metrics_aggregator: as for `build_weighted_fed_avg`.
     loop_implementation: as for `build_weighted_fed_avg`.
 
@@ -111,7 +118,7 @@ def build_delta_fl_process(
     with weight 0). See `delta_fl_client_work`.
 
   Raises:
-    TypeError: for arguments of the wrong type (e.g. a functional model).
+    TypeError: for arguments of the wrong type (e.g. a `model_fn` that is neither callable nor functional).
     ValueError: for arguments outside their range.
   """
   _check_number('conformity_level', conformity_level, 0.0, 1.0, low_open=True)
@@ -122,8 +129,13 @@ def build_delta_fl_process(
   _check_positive_int('threshold_period', threshold_period)
   if mean_factory is not None and quantile_method != 'secure':
     raise ValueError("mean_factory is used by quantile_method='secure' only")
-  if not callable(model_fn) or isinstance(model_fn, tff.learning.models.FunctionalModel):
-    raise TypeError('model_fn must be a no-arg callable returning a tff.learning.models.VariableModel')
+  if isinstance(model_fn, tff.learning.models.FunctionalModel):
+    model_fn = functools.partial(tff.learning.models.model_from_functional, model_fn)
+  elif not callable(model_fn):
+    raise TypeError(
+        'model_fn must be a no-arg callable returning a tff.learning.models.VariableModel, or a '
+        f'tff.learning.models.FunctionalModel, got {model_fn!r}'
+    )
   if server_optimizer_fn is None:
     server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
   if model_aggregator is None:
@@ -144,4 +156,6 @@ def build_delta_fl_process(
       metrics_aggregator=metrics_aggregator,
       loop_implementation=loop_implementation,
   )
-  return composition.compose_with_fedavg_parts(model_fn, client_work, model_aggregator, server_optimizer_fn)
+  return composition.compose_with_fedavg_parts(
+      model_fn, client_work, model_aggregator, server_optimizer_fn, model_distributor=model_distributor
+  )

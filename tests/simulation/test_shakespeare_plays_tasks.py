@@ -143,3 +143,14 @@ def test_the_papers_flagfile_runs_a_round_on_the_plays_offline(config, plays, tm
     summary = json.load(f)
   assert summary['rounds'] == 1 and summary['task'].startswith('shakespeare_')
   assert 0 <= summary['eval/accuracy'] <= 1
+
+
+@pytest.mark.parametrize('name', ['shakespeare_lstm_rfa', 'shakespeare_gru_dfl'])
+def test_client_datasets_know_their_cardinality_the_number_of_windows_produced(name, plays):
+  # A known cardinality is what lets `corruption.client_example_counts` skip iterating the full corpus.
+  task = tasks.create_task(name, shakespeare_source='plays', **_TRAINING)
+  test_data = task.personal_test_data if name == 'shakespeare_lstm_rfa' else _test_data(task)
+  for client_data in (task.train_data, test_data):
+    for role in client_data.client_ids:
+      cardinality = int(client_data.create_tf_dataset_for_client(role).cardinality())
+      assert cardinality == len(_windows(client_data, role)) > 0, role

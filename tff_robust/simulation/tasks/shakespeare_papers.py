@@ -34,7 +34,7 @@ random file of TFF's loader's format (`tff_sql_files`) and loads it through that
 
 import collections
 import string
-from typing import Optional
+from typing import Callable, Optional
 
 import tensorflow as tf
 import tensorflow_federated as tff
@@ -115,6 +115,22 @@ def _example_counts(role_windows, roles) -> dict[str, int]:
   return {role: int(count(tf.constant(role))) for role in roles}
 
 
+def _with_counts(counts: dict[str, int], examples: Callable[[tf.Tensor], tf.data.Dataset]):
+  """role -> `examples(role)` asserted to have `counts[role]` elements: a known cardinality, so counting a
+  client's examples (`corruption.client_example_counts`) reads it instead of iterating the dataset."""
+  table = tf.lookup.StaticHashTable(
+      tf.lookup.KeyValueTensorInitializer(list(counts), tf.constant(list(counts.values()), tf.int64)),
+      default_value=-1,
+  )
+  return lambda role: examples(role).apply(tf.data.experimental.assert_cardinality(table.lookup(tf.convert_to_tensor(role))))
+
+
+def _rfa_part_counts(counts: dict[str, int], train: bool) -> dict[str, int]:
+  """{role: its number of training (floor(90%)) or test windows in `_within_role_part`}."""
+  return {role: n * RFA_TRAIN_PERCENT // 100 if train else n - n * RFA_TRAIN_PERCENT // 100
+          for role, n in counts.items()}
+
+
 def load_plays():
   """(role -> its `windows` dataset of one element, {role: number of examples}) from the installed plays
   (`shakespeare_plays.corpus`), a role's id '<play>:<ROLE>'. A text of l characters once normalized has
@@ -165,9 +181,9 @@ def create_rfa_task(
   role_windows, counts = _load(shakespeare_source, cache_dir, use_synthetic_data)
   roles = paper_splits.devices_with_enough_examples(counts)
   part = lambda train: tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
-      roles, lambda role: role_windows(role).map(
+      roles, _with_counts(_rfa_part_counts(counts, train), lambda role: role_windows(role).map(
           lambda windows: _within_role_part(windows, role, split_seed, train)
-      ).flat_map(_examples)
+      ).flat_map(_examples))
   )
   model_fn = paper_models.classifier_model_fn(paper_models.shakespeare_lstm_rfa, paper_models.shakespeare_input_spec())
   return paper_splits.within_device_task(
@@ -184,7 +200,7 @@ def create_dfl_task(
   """`shakespeare_gru_dfl`: roles with >= 100 examples, split by role into training and test roles."""
   role_windows, counts = _load(shakespeare_source, cache_dir, use_synthetic_data)
   all_examples = tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
-      sorted(counts), lambda role: role_windows(role).flat_map(_examples)
+      sorted(counts), _with_counts(counts, lambda role: role_windows(role).flat_map(_examples))
   )
   train_roles, test_roles = paper_splits.dfl_device_split(
       paper_splits.devices_with_enough_examples(counts), keep_fraction=1.0, seed=split_seed

@@ -10,6 +10,7 @@ import tensorflow as tf
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import training_loop
+from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import synthetic_regression
 
 _BATCH = 8
@@ -53,6 +54,47 @@ def test_a_minibatch_is_one_batch_of_distinct_examples_of_the_client_drawn_per_r
 def test_a_minibatch_fraction_outside_0_1_is_refused(fraction):
   with pytest.raises(ValueError, match=r'minibatch_fraction must be in \(0, 1\]'):
     client_pipelines.minibatch(fraction)
+
+
+def _epochs(x, y, epochs):
+  """A client's data as the tasks build it (`tasks.base.batching`): shuffled per epoch, repeated, batched."""
+  dataset = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x, y=y))
+  return base.batching(epochs=epochs, batch_size=_BATCH, seed=0)(dataset)
+
+
+def _row_set(rows):
+  return {r.tobytes() for r in rows}
+
+
+@pytest.mark.parametrize('cap', [5, 10_000])
+def test_a_capped_client_trains_every_epoch_on_min_cap_n_of_its_examples_drawn_per_round(cap):
+  x, y = _arrays(1)[0]
+  epochs = 2
+  transform = client_pipelines.max_examples(cap, epochs=epochs, batch_size=_BATCH)
+  draw = lambda seed, round_num: _rows(transform(client_pipelines.round_generator(seed, round_num), [_epochs(x, y, epochs)])[0])
+  rows = draw(0, 1)
+  size = min(cap, len(x))
+  assert len(rows) == epochs * size
+  first, second = rows[:size], rows[size:]
+  assert len(_row_set(first)) == size and _row_set(first) == _row_set(second) <= _row_set(x)  # one sample, 2 epochs
+  assert _row_set(draw(0, 1)) == _row_set(first)  # the same (seed, round): the same sample
+  if cap < len(x):
+    assert _row_set(draw(0, 2)) != _row_set(first) and _row_set(draw(1, 1)) != _row_set(first)
+
+
+def test_a_cap_keeps_an_update_attack_flag():
+  x, y = _arrays(1)[0]
+  flag = tf.data.Dataset.from_tensors(True)
+  ((dataset, kept),) = client_pipelines.max_examples(3, epochs=1, batch_size=_BATCH)(
+      client_pipelines.round_generator(0, 0), [(_epochs(x, y, 1), flag)]
+  )
+  assert len(_rows(dataset)) == 3 and kept is flag
+
+
+@pytest.mark.parametrize('cap', [0, -3, 2.5, True])
+def test_a_cap_below_one_or_not_an_integer_is_refused(cap):
+  with pytest.raises(ValueError, match=r'max_client_examples must be an integer >= 1, got'):
+    client_pipelines.max_examples(cap, epochs=1, batch_size=_BATCH)
 
 
 def test_fedsgd_on_minibatches_is_one_sgd_step_on_the_union_of_the_samples():

@@ -1,4 +1,5 @@
-"""Per-round changes to the cohort's training data: RFA's minibatch SGD and FedProx's stragglers.
+"""Per-round changes to the cohort's training data: RFA's minibatch SGD, FedProx's stragglers and a cap on
+each client's examples (a cost bound, not part of any paper).
 
 Each is a `CohortTransform`: (the round's generator, the cohort's client data in cohort order) -> the client
 data the process takes that round. A client's data is its training dataset, or a tuple whose first element
@@ -87,5 +88,33 @@ def stragglers(fraction: float, *, epochs: int, batch_size: int) -> CohortTransf
         _with_dataset(data, lambda d, x=int(x): first_epochs(d, x, epochs, batch_size)) if i in slow else data
         for i, (data, x) in enumerate(zip(cohort_data, done))
     ]
+
+  return transform
+
+
+def capped_examples(dataset: tf.data.Dataset, cap: int, seed: int, *, epochs: int, batch_size: int) -> tf.data.Dataset:
+  """`dataset` (a client's n examples shuffled, repeated `epochs` times and batched by `batch_size`, as
+  `tasks.base.batching` builds it) on a uniform sample without replacement of min(`cap`, n) of its examples,
+  drawn with `seed` (the same sample in every epoch), reshuffled each epoch, repeated and batched alike."""
+  examples = dataset.unbatch()
+  per_epoch = _num_examples(examples) // epochs
+  sample = examples.take(per_epoch).shuffle(max(per_epoch, 1), seed=seed, reshuffle_each_iteration=False)
+  sample = sample.take(min(cap, per_epoch)).cache()
+  return sample.shuffle(max(min(cap, per_epoch), 1), seed=seed).repeat(epochs).batch(batch_size)
+
+
+def max_examples(cap: int, *, epochs: int, batch_size: int) -> CohortTransform:
+  """A bound on a round's work that keeps the task's meaning: each round, each client of the cohort trains
+  its `epochs` local epochs on `capped_examples`, min(`cap`, n_k) of its n_k examples drawn afresh (the round's
+  generator: the same draw in a resumed run). `cap` >= 1; the client's weight (n_k) is unchanged."""
+  if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+    raise ValueError(f'max_client_examples must be an integer >= 1, got {cap!r}')
+  if epochs < 1 or batch_size < 1:
+    raise ValueError(f'epochs and batch_size must be >= 1, got {epochs} and {batch_size}')
+
+  def transform(rng: np.random.Generator, cohort_data: Sequence) -> list:
+    seeds = rng.integers(2**31 - 1, size=len(cohort_data))
+    return [_with_dataset(data, lambda d, s=int(s): capped_examples(d, cap, s, epochs=epochs, batch_size=batch_size))
+            for data, s in zip(cohort_data, seeds)]
 
   return transform

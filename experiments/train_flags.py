@@ -179,6 +179,13 @@ STRAGGLER_FRACTION = flags.DEFINE_float(
     'E = --client_epochs_per_round (FedProx\'s systems heterogeneity); 0: none.',
     lower_bound=0.0, upper_bound=1.0,
 )
+MAX_CLIENT_EXAMPLES = flags.DEFINE_integer(
+    'max_client_examples', None,
+    'Cost bound, a deviation from the papers (algorithms that train local epochs): each round, each client '
+    'trains its epochs on a fresh uniform sample of at most this many, >= 1, of its examples, seeded by '
+    '(--seed, round); its weight stays its full example count. Unset: every example.',
+    lower_bound=1,
+)
 ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
     'rounds_per_checkpoint', 0,
     'Checkpoint every this many rounds (0: never); the same command on an output directory with a checkpoint '
@@ -341,6 +348,12 @@ def _client_pipeline_flags_are_valid(flag_values: dict) -> bool:
     raise flags.ValidationError(
         f'--minibatch_fraction samples each example at most once: it needs --client_epochs_per_round=1, got {epochs}'
     )
+  if flag_values['max_client_examples'] is not None and full_gradient:
+    raise flags.ValidationError(
+        f'--max_client_examples applies to algorithms that train local epochs, not --algorithm={algorithm}'
+    )
+  if flag_values['max_client_examples'] is not None and flag_values['straggler_fraction'] > 0:
+    raise flags.ValidationError('--max_client_examples and --straggler_fraction cannot be combined')
   if flag_values['straggler_fraction'] > 0 and full_gradient:
     raise flags.ValidationError(
         f'--straggler_fraction applies to algorithms that train local epochs, not --algorithm={algorithm}'
@@ -370,7 +383,7 @@ def _task_options_are_valid(flag_values: dict) -> bool:
 
 
 flags.register_multi_flags_validator(
-    ('algorithm', 'client_epochs_per_round', 'minibatch_fraction', 'straggler_fraction'),
+    ('algorithm', 'client_epochs_per_round', 'minibatch_fraction', 'straggler_fraction', 'max_client_examples'),
     _client_pipeline_flags_are_valid,
 )
 flags.register_multi_flags_validator(('algorithm', 'client_lr_decay'), _client_schedule_flags_are_valid)

@@ -51,6 +51,11 @@ def _cohort_transform():
         train_flags.STRAGGLER_FRACTION.value, epochs=train_flags.CLIENT_EPOCHS.value,
         batch_size=train_flags.CLIENT_BATCH_SIZE.value,
     )
+  if train_flags.MAX_CLIENT_EXAMPLES.value is not None:
+    return client_pipelines.max_examples(
+        train_flags.MAX_CLIENT_EXAMPLES.value, epochs=train_flags.CLIENT_EPOCHS.value,
+        batch_size=train_flags.CLIENT_BATCH_SIZE.value,
+    )
   return None
 
 
@@ -116,6 +121,8 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
       **({'personal_learning_rate': personal_rate} if personal_rate is not None else {}),
       **({'minibatch_fraction': minibatch} if minibatch is not None else {}),
       **({'straggler_fraction': stragglers} if stragglers > 0 else {}),
+      **({'max_client_examples': train_flags.MAX_CLIENT_EXAMPLES.value}
+         if train_flags.MAX_CLIENT_EXAMPLES.value is not None else {}),
       **({'channel': train_flags.CHANNEL.value, 'snr_db': train_flags.SNR_DB.value,
           'flip_probability': train_flags.FLIP_PROBABILITY.value}
          if algorithm in algorithms.INDEXED_ALGORITHM_NAMES else {}),

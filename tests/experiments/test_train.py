@@ -189,6 +189,10 @@ def _refusal(flag_values, argv) -> str:
         ('--straggler_fraction=1.5', 'straggler_fraction'),
         ('--algorithm=signsgd --straggler_fraction=0.9 --client_epochs_per_round=2',
          'straggler_fraction applies to algorithms that train local epochs'),
+        ('--max_client_examples=0', 'max_client_examples'),
+        ('--max_client_examples=-5', 'max_client_examples'),
+        ('--algorithm=fedsgd --max_client_examples=10', 'max_client_examples applies to algorithms that train local'),
+        ('--max_client_examples=10 --straggler_fraction=0.5', 'max_client_examples and --straggler_fraction cannot'),
         ('--l2_regularization=-1', 'l2_regularization'),
         ('--num_devices=0', 'num_devices'),
         ('--split_seed=-1', 'split_seed'),
@@ -361,6 +365,18 @@ def test_stragglers_train_fewer_epochs(tmp_path):
   assert summary['straggler_fraction'] == 1.0
   examples = lambda rows: [float(row['train/num_examples']) for row in rows]
   assert all(s < f for s, f in zip(examples(slow), examples(full)))  # U{1..5} epochs: < 5 for 10 clients
+
+
+def test_capped_clients_train_on_at_most_the_cap(tmp_path):
+  result = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=1',
+                            '--client_epochs_per_round=2', '--max_client_examples=3')
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['max_client_examples'] == 3
+  import json  # pylint: disable=g-import-not-at-top
+  settings = json.loads((tmp_path / 'run' / 'run_settings.json').read_text())
+  assert settings['max_client_examples'] == 3  # a defining flag: a resumed run must use the same cap
+  assert float(rows[0]['train/num_examples']) == 2 * 3 * int(summary['clients_per_round'])
 
 
 @pytest.mark.parametrize('algorithm, flags', [

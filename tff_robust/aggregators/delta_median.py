@@ -179,11 +179,7 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
     @tff.tensorflow.computation(tff.TensorType(np.float32), wide_type)
     def finish(step_norm, center):
       """(converged flag, the aggregate in the value's dtypes, a non-finite one replaced by zeros)."""
-      center = widening.narrow(center, value_type)
-      return (
-          tf.cast(step_norm <= tolerance, tf.int32),
-          structure_math.zeros_where(tf.logical_not(structure_math.all_finite(center)), center),
-      )
+      return tf.cast(step_norm <= tolerance, tf.int32), widening.narrow_or_zeros_if_nonfinite(center, value_type)
 
     @tff.federated_computation()
     def init_fn():

@@ -138,8 +138,7 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
 
     @tff.tensorflow.computation(wide_type)
     def narrow_or_zeros_if_nonfinite(center):
-      center = widening.narrow(center, value_type)
-      return structure_math.zeros_where(tf.logical_not(structure_math.all_finite(center)), center)
+      return widening.narrow_or_zeros_if_nonfinite(center, value_type)
 
     @tff.federated_computation()
     def init_fn():

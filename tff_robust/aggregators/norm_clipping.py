@@ -75,8 +75,7 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
 
     @tff.tensorflow.computation(wide_type)
     def narrow_or_zeros_if_nonfinite(mean):
-      mean = widening.narrow(mean, value_type)
-      return structure_math.zeros_where(tf.logical_not(structure_math.all_finite(mean)), mean)
+      return widening.narrow_or_zeros_if_nonfinite(mean, value_type)
 
     @tff.federated_computation()
     def init_fn():

@@ -22,6 +22,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import nonfinite
+from tff_robust.aggregators import structure_math
 
 def leaf_types(type_spec) -> list:
   """The tensor types of a tensor type or (nested) struct type, in the order of its elements."""
@@ -90,6 +91,15 @@ def narrow(wide_value, value_type):
   return pack(value_type, iter([
       tf.cast(tensor, leaf.dtype) for tensor, leaf in zip(leaves(wide_value, wide_type), leaf_types(value_type))
   ]))
+
+
+def narrow_or_zeros_if_nonfinite(wide_value, value_type):
+  """TensorFlow: `narrow(wide_value, value_type)`, or zeros of `value_type` if that has a NaN or Inf entry.
+
+  The factories' last step: an aggregate that overflowed the value's dtype is replaced by zeros (no step).
+  """
+  value = narrow(wide_value, value_type)
+  return structure_math.zeros_where(tf.logical_not(structure_math.all_finite(value)), value)
 
 
 def build_widen_and_drop_nonfinite(value_type, weight_type) -> tff.tensorflow.computation:

@@ -14,14 +14,6 @@ _FLAGS = ('--task=digits', '--algorithm=rfa', '--clients_per_round=5', '--rounds
 _INTERRUPT_AFTER_CHECKPOINT = 2
 
 
-def _wait_for(path, process, timeout=600):
-  deadline = time.monotonic() + timeout
-  while not os.path.exists(path):
-    assert process.poll() is None, 'the run ended before it was interrupted'
-    assert time.monotonic() < deadline, f'no {path} after {timeout}s'
-    time.sleep(0.05)
-
-
 def _live_processes_of_group(group: int) -> list[int]:
   """Process ids of the processes of process group `group` that are not zombies (from /proc)."""
   found = []
@@ -54,7 +46,7 @@ def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
   )
   try:
     checkpoint = tmp_path / 'run' / 'checkpoints' / 'program_state' / f'round_{_INTERRUPT_AFTER_CHECKPOINT}'
-    _wait_for(checkpoint / 'checkpoint_manifest.json', process)
+    train_runs.wait_for_path(checkpoint / 'checkpoint_manifest.json', process)
     os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the run's whole process group, worker included
     _, stderr = process.communicate(timeout=120)
     group_emptied = _process_group_is_empty(process.pid)

@@ -3,7 +3,6 @@
 import os
 import signal
 import subprocess
-import time
 
 import numpy as np
 
@@ -23,11 +22,7 @@ def _start(tmp_path, name):
 
 
 def _kill_after_checkpoint(process, checkpoint_dir, timeout=600):
-  deadline = time.monotonic() + timeout
-  while not os.path.isdir(checkpoint_dir):
-    assert process.poll() is None, 'the run ended before it was killed'
-    assert time.monotonic() < deadline, f'no {checkpoint_dir} after {timeout}s'
-    time.sleep(0.05)
+  train_runs.wait_for_path(checkpoint_dir, process, timeout)
   process.send_signal(signal.SIGKILL)
   assert process.wait(timeout=60) == -signal.SIGKILL
 

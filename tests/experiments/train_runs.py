@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -33,3 +34,12 @@ def model_weights(tmp_path, name='run'):
   """The final model of run `name` as a list of arrays, in `model_weights.npz` order."""
   with np.load(tmp_path / name / 'model_weights.npz') as arrays:
     return [arrays[key] for key in arrays.files]
+
+
+def wait_for_path(path, process, timeout=600):
+  """Polls until `path` exists; fails if `process` ends first or `timeout` seconds pass."""
+  deadline = time.monotonic() + timeout
+  while not os.path.exists(path):
+    assert process.poll() is None, f'the run ended before {path} existed'
+    assert time.monotonic() < deadline, f'no {path} after {timeout}s'
+    time.sleep(0.05)

@@ -39,7 +39,7 @@ from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 _ALGORITHMS = flags.DEFINE_list(
     'algorithms', ['fedavg', 'rfa', 'rfa_one_step', 'coordinate_median', 'trimmed_mean', 'multi_krum',
                    'norm_clipping'], 'Algorithms to compare.')
-_CORRUPTIONS = flags.DEFINE_list('corruptions', ['data', 'omniscient'], 'Corruptions (data, gaussian, omniscient).')
+_CORRUPTIONS = flags.DEFINE_list('corruptions', ['data', 'omniscient'], 'Corruptions (data, label_flipping, gaussian, omniscient, alie, ipm, sign_flipping).')
 _DATA_FRACTIONS = flags.DEFINE_list('data_fractions', ['0', '0.01', '0.1', '0.25'], 'rho for data corruption.')
 _UPDATE_FRACTIONS = flags.DEFINE_list(
     'update_fractions', ['0', '0.01', '0.1', '0.25', '0.4'], 'rho for gaussian and omniscient corruption.'

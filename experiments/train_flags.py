@@ -21,7 +21,7 @@ from tff_robust.simulation import run_settings
 from tff_robust.simulation import task_names
 
 # The library's constants (see the module docstring): `delta_fl`, `fedplus`, `delta_median`, `channels`,
-# `mtfeel`, `dde` and `simulation.corruption`.
+# `mtfeel`, `dde`, `simulation.corruption` and `aggregators.update_corruption`.
 QUANTILE_METHODS = ('exact', 'secure')
 DEFAULT_QUANTILE_PASSES = 30
 DEFAULT_FEDPLUS_DELTA = 0.1
@@ -31,7 +31,8 @@ CHANNEL_NAMES = ('none', 'rayleigh', 'outage', 'bsc')
 OUTAGE_ACTIONS = ('drop', 'random')
 MTFEEL_UPDATE_ORDERS = ('w_then_alpha', 'alpha_then_w')
 DDE_OUTPUTS = ('last', 'max')
-CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient')
+CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient', 'alie', 'ipm', 'sign_flipping', 'label_flipping')
+DEFAULT_IPM_EPSILON = 0.1
 # The cohort of an unset --clients_per_round (at most the task's clients).
 DEFAULT_CLIENTS_PER_ROUND = 10
 # Exit statuses of the runner besides 0 (and 1, an unexpected error).
@@ -263,11 +264,22 @@ TASK_OPTION_FLAGS = (
 )
 CORRUPTION = flags.DEFINE_enum(
     'corruption', 'none', CORRUPTIONS,
-    'Corrupted clients: none; data (the task\'s data poisoning); gaussian or omniscient update poisoning.',
+    'Corrupted clients: none; data (the task\'s data poisoning) or label_flipping (y -> C - 1 - y, tasks with '
+    'class labels); update poisoning: gaussian, omniscient, alie (a little is enough: honest mean - z std), ipm '
+    '(inner-product manipulation: -epsilon x honest mean) or sign_flipping (-own update).',
 )
 CORRUPTION_FRACTION = flags.DEFINE_float(
     'corruption_fraction', 0.0, 'Share rho of the training examples held by corrupted clients, in [0, 1).',
     lower_bound=0.0, upper_bound=0.9999999,
+)
+ALIE_Z = flags.DEFINE_float(
+    'alie_z', None,
+    'alie: a fixed finite z of the corrupted update mu - z sigma; unset: the paper\'s z_max = Phi^{-1}((n - s)/n), '
+    's = floor(n/2 + 1) - m, each round (n the cohort, m its corrupted clients).',
+)
+IPM_EPSILON = flags.DEFINE_float(
+    'ipm_epsilon', DEFAULT_IPM_EPSILON,
+    'ipm: corrupted clients send -epsilon times the honest clients\' mean update; epsilon finite >= 0.',
 )
 PROGRESS_BAR = flags.DEFINE_bool('progress_bar', True, 'Show a tqdm progress bar.')
 TFF_WORKER_ADDRESS = flags.DEFINE_list(
@@ -316,6 +328,12 @@ flags.register_validator(
 flags.register_validator('gpus', _gpu_setting_is_valid)
 flags.register_validator(
     'snr_db', lambda value: math.isfinite(value), message='--snr_db must be a finite number of dB'
+)
+flags.register_validator(
+    'alie_z', lambda value: value is None or math.isfinite(value), message='--alie_z must be a finite number'
+)
+flags.register_validator(
+    'ipm_epsilon', lambda value: 0.0 <= value < math.inf, message='--ipm_epsilon must be a finite number >= 0'
 )
 flags.register_validator(
     'minibatch_fraction', lambda value: value is None or 0.0 < value <= 1.0,
@@ -371,6 +389,21 @@ def _client_schedule_flags_are_valid(flag_values: dict) -> bool:
   return True
 
 
+def _corruption_flags_are_valid(flag_values: dict) -> bool:
+  """An attack's parameter needs that attack; label flipping needs a task with class labels."""
+  corruption = flag_values['corruption']
+  if flag_values['alie_z'] is not None and corruption != 'alie':
+    raise flags.ValidationError(f'--alie_z applies to --corruption=alie, not --corruption={corruption}')
+  if flag_values['ipm_epsilon'] != DEFAULT_IPM_EPSILON and corruption != 'ipm':
+    raise flags.ValidationError(f'--ipm_epsilon applies to --corruption=ipm, not --corruption={corruption}')
+  if corruption == 'label_flipping' and flag_values['task'] not in task_names.LABEL_FLIPPING_TASK_NAMES:
+    raise flags.ValidationError(
+        f'--corruption=label_flipping applies to the tasks with class labels '
+        f'({", ".join(task_names.LABEL_FLIPPING_TASK_NAMES)}), not --task={flag_values["task"]}'
+    )
+  return True
+
+
 def _task_options_are_valid(flag_values: dict) -> bool:
   """Refuses a task option (`TASK_OPTION_FLAGS`) set for a task whose builder does not take it."""
   try:
@@ -387,6 +420,7 @@ flags.register_multi_flags_validator(
     _client_pipeline_flags_are_valid,
 )
 flags.register_multi_flags_validator(('algorithm', 'client_lr_decay'), _client_schedule_flags_are_valid)
+flags.register_multi_flags_validator(('corruption', 'alie_z', 'ipm_epsilon', 'task'), _corruption_flags_are_valid)
 flags.register_multi_flags_validator(('task', *(flag.name for flag in TASK_OPTION_FLAGS)), _task_options_are_valid)
 
 

@@ -42,6 +42,11 @@ def _update_attack():
   return train_flags.CORRUPTION.value if train_flags.CORRUPTION.value in corruption.UPDATE_ATTACKS else None
 
 
+def _attack_options() -> dict:
+  """The update attack's parameters (the validators allow them with their attack only)."""
+  return dict(alie_z=train_flags.ALIE_Z.value, ipm_epsilon=train_flags.IPM_EPSILON.value)
+
+
 def _cohort_transform():
   """The per-round change to the cohort's data the flags ask for (the validators allow at most one)."""
   if train_flags.MINIBATCH_FRACTION.value is not None:
@@ -112,6 +117,8 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
       clients_per_round=clients_per_round, corruption=train_flags.CORRUPTION.value,
       corruption_fraction=train_flags.CORRUPTION_FRACTION.value,
       corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
+      **({'alie_z': train_flags.ALIE_Z.value} if train_flags.ALIE_Z.value is not None else {}),
+      **({'ipm_epsilon': train_flags.IPM_EPSILON.value} if train_flags.CORRUPTION.value == 'ipm' else {}),
       **{flag.name: flag.value for flag in train_flags.TASK_OPTION_FLAGS if flag.value is not None},
       **({'conformity_level': train_flags.CONFORMITY_LEVEL.value, 'quantile_method': train_flags.QUANTILE_METHOD.value,
           'threshold_period': train_flags.THRESHOLD_PERIOD.value} if algorithm == 'delta_fl' else {}),
@@ -142,7 +149,7 @@ def _train(task, clients_per_round: int) -> dict:
   algorithm, seed = train_flags.ALGORITHM.value, train_flags.SEED.value
   process = algorithms.build_learning_process(
       algorithm, task.model_fn, _algorithm_config(), clients_per_round=clients_per_round,
-      update_attack=_update_attack(), seed=seed,
+      update_attack=_update_attack(), attack_options=_attack_options(), seed=seed,
   )
   if len(train_flags.TFF_WORKER_ADDRESS.value) > 1:
     try:

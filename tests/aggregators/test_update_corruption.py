@@ -1,4 +1,8 @@
-"""UpdateCorruptionFactory: the omniscient identity, Gaussian statistics, and composition with RFA."""
+"""UpdateCorruptionFactory: the omniscient identity, Gaussian statistics, ALIE, IPM and sign flipping against
+NumPy references of their formulas, and composition with RFA."""
+
+import math
+import statistics
 
 import numpy as np
 import pytest
@@ -49,7 +53,7 @@ def test_omniscient_attack_then_geometric_median_matches_the_references():
   assert measurements['secure_average_calls'] == 3  # the inner aggregator's measurements pass through
 
 
-@pytest.mark.parametrize('attack', ['omniscient', 'gaussian'])
+@pytest.mark.parametrize('attack', update_corruption.ATTACKS)
 def test_without_corrupted_clients_the_inner_aggregate_is_unchanged(attack):
   updates, weights = _cohort(2)
   process = update_corruption.UpdateCorruptionFactory(attack, tff.aggregators.MeanFactory()).create(
@@ -74,11 +78,103 @@ def test_gaussian_noise_has_the_update_own_standard_deviation(mode):
   assert abs(np.corrcoef(noise, original)[0, 1]) < 0.05
 
 
+def _honest_mean_and_std(updates, weights, corrupted):
+  """Weighted mean and population (ddof = 0) standard deviation of the honest rows, in float64."""
+  honest, w = np.asarray(updates, np.float64)[~corrupted], np.asarray(weights, np.float64)[~corrupted]
+  mean = w @ honest / w.sum()
+  return mean, np.sqrt(w @ (honest - mean) ** 2 / w.sum())
+
+
+def _paper_z_max(n, m):
+  """Baruch et al. (2019), Algorithm 3: s = floor(n/2 + 1) - m, z_max = Phi^{-1}((n - s) / n)."""
+  s = math.floor(n / 2 + 1) - m
+  return statistics.NormalDist().inv_cdf((n - s) / n)
+
+
+def _attacked_mean(attack, updates, weights, corrupted, **options):
+  process = update_corruption.UpdateCorruptionFactory(attack, tff.aggregators.MeanFactory(), **options).create(
+      _VALUE_TYPE, _WEIGHT_TYPE
+  )
+  result, measurements = _run(process, updates, weights, corrupted)
+  assert measurements['num_corrupted_clients'] == corrupted.sum()
+  return result
+
+
+def _mean_with(updates, weights, corrupted, target_rows):
+  attacked = np.asarray(updates, np.float64).copy()
+  attacked[corrupted] = target_rows
+  return weights @ attacked / weights.sum()
+
+
+@pytest.mark.parametrize('num_corrupted, z', [(1, None), (3, None), (2, 1.5), (3, -0.7)])
+def test_alie_sends_the_honest_mean_minus_z_standard_deviations(num_corrupted, z):
+  updates, weights = _cohort(4)
+  corrupted = np.arange(8) >= 8 - num_corrupted
+  mean, std = _honest_mean_and_std(updates, weights, corrupted)
+  z_used = _paper_z_max(8, num_corrupted) if z is None else z
+  result = _attacked_mean('alie', updates, weights, corrupted, alie_z=z)
+  np.testing.assert_allclose(result, _mean_with(updates, weights, corrupted, mean - z_used * std), rtol=1e-5,
+                             atol=1e-6)
+
+
+def test_alie_z_max_of_the_paper_for_several_cohorts():
+  """The paper's z_max for n = 8 and m = 3: s = 2, Phi^{-1}(6/8) = 0.674; a majority (m = 5) uses s = 1."""
+  assert _paper_z_max(8, 3) == pytest.approx(0.6745, abs=1e-4)
+  updates, weights = _cohort(5)
+  for num_corrupted, s in ((2, 3), (4, 1), (5, 1), (7, 1)):
+    corrupted = np.arange(8) < num_corrupted
+    mean, std = _honest_mean_and_std(updates, weights, corrupted)
+    z = statistics.NormalDist().inv_cdf((8 - s) / 8)
+    result = _attacked_mean('alie', updates, weights, corrupted)
+    np.testing.assert_allclose(result, _mean_with(updates, weights, corrupted, mean - z * std), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_alie_without_honest_clients_sends_zeros():
+  updates, weights = _cohort(6)
+  corrupted = np.ones(8, bool)
+  np.testing.assert_array_equal(_attacked_mean('alie', updates[:1], weights[:1], corrupted[:1]), np.zeros(6))
+  np.testing.assert_array_equal(_attacked_mean('alie', updates, weights, corrupted), np.zeros(6))
+
+
+@pytest.mark.parametrize('epsilon', [0.1, 0.5, 2.0])
+def test_ipm_sends_minus_epsilon_times_the_honest_mean(epsilon):
+  updates, weights = _cohort(7)
+  corrupted = np.arange(8) % 3 == 0
+  mean, _ = _honest_mean_and_std(updates, weights, corrupted)
+  result = _attacked_mean('ipm', updates, weights, corrupted, ipm_epsilon=epsilon)
+  np.testing.assert_allclose(result, _mean_with(updates, weights, corrupted, -epsilon * mean), rtol=1e-5,
+                             atol=1e-6)
+
+
+def test_ipm_default_epsilon_is_karimireddy_et_al_s():
+  assert update_corruption.DEFAULT_IPM_EPSILON == 0.1
+  updates, weights = _cohort(8)
+  corrupted = np.arange(8) < 2
+  mean, _ = _honest_mean_and_std(updates, weights, corrupted)
+  np.testing.assert_allclose(_attacked_mean('ipm', updates, weights, corrupted),
+                             _mean_with(updates, weights, corrupted, -0.1 * mean), rtol=1e-5, atol=1e-6)
+
+
+def test_sign_flipping_sends_minus_the_own_update():
+  updates, weights = _cohort(9)
+  corrupted = np.array([1, 0, 0, 1, 0, 1, 0, 0], bool)
+  result = _attacked_mean('sign_flipping', updates, weights, corrupted)
+  np.testing.assert_allclose(result, _mean_with(updates, weights, corrupted, -updates[corrupted]), rtol=1e-5,
+                             atol=1e-6)
+
+
 def test_bad_arguments():
   with pytest.raises(ValueError, match='attack'):
     update_corruption.UpdateCorruptionFactory('label_flip', tff.aggregators.MeanFactory())
   with pytest.raises(ValueError, match='gaussian_mode'):
     update_corruption.UpdateCorruptionFactory('gaussian', tff.aggregators.MeanFactory(), gaussian_mode='x')
+  for z in (math.inf, -math.inf, math.nan):
+    with pytest.raises(ValueError, match='alie_z must be a finite number'):
+      update_corruption.UpdateCorruptionFactory('alie', tff.aggregators.MeanFactory(), alie_z=z)
+  for epsilon in (-0.1, math.inf, math.nan):
+    with pytest.raises(ValueError, match=r'ipm_epsilon must be finite and >= 0'):
+      update_corruption.UpdateCorruptionFactory('ipm', tff.aggregators.MeanFactory(), ipm_epsilon=epsilon)
   with pytest.raises(TypeError, match='value_type'):
     update_corruption.UpdateCorruptionFactory('gaussian', tff.aggregators.MeanFactory()).create(
         _UPDATE_TYPE, _WEIGHT_TYPE

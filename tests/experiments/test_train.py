@@ -159,6 +159,16 @@ def _refusal(flag_values, argv) -> str:
         ('--use_synthetic_data=maybe', 'use_synthetic_data'),
         ('--corruption=flip', 'corruption'),
         ('--corruption_fraction=1', 'corruption_fraction'),
+        ('--corruption=alie --alie_z=inf', '--alie_z must be a finite number'),
+        ('--corruption=alie --alie_z=nan', '--alie_z must be a finite number'),
+        ('--corruption=omniscient --alie_z=1', '--alie_z applies to --corruption=alie, not --corruption=omniscient'),
+        ('--corruption=ipm --ipm_epsilon=-0.1', r'--ipm_epsilon must be a finite number >= 0'),
+        ('--corruption=ipm --ipm_epsilon=inf', r'--ipm_epsilon must be a finite number >= 0'),
+        ('--corruption=alie --ipm_epsilon=0.5', '--ipm_epsilon applies to --corruption=ipm, not --corruption=alie'),
+        ('--task=synthetic_regression --corruption=label_flipping',
+         '--corruption=label_flipping applies to the tasks with class labels .*, not --task=synthetic_regression'),
+        ('--task=shakespeare_lstm_rfa --corruption=label_flipping', 'not --task=shakespeare_lstm_rfa'),
+        ('--algorithm=delta_fl --corruption=alie', 'delta_fl does not support update corruption'),
         ('--progress_bar=maybe', 'progress_bar'),
         ('--tff_worker_address=localhost', 'tff_worker_address'),
         ('--tff_worker_address=localhost:0', 'tff_worker_address'),
@@ -404,3 +414,18 @@ def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_pat
     assert np.load(tmp_path / 'run' / 'discrepancies.npy').shape == (30, 30)
     assert 'server/objective' in rows[-1]
 
+
+
+@pytest.mark.parametrize('attack, flags', [
+    ('alie', ('--alie_z=1.5',)), ('ipm', ('--ipm_epsilon=0.5',)), ('sign_flipping', ()), ('label_flipping', ()),
+])
+def test_the_attacks_of_issue_22_train_two_rounds_on_digits(tmp_path, attack, flags):
+  result = train_runs.train(tmp_path, '--algorithm=fedavg', '--total_rounds=2', '--rounds_per_eval=2',
+                            f'--corruption={attack}', '--corruption_fraction=0.3', *flags)
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['corruption'] == attack and summary['corruption_weight_share'] >= 0.3 and len(rows) == 2
+  assert {'alie': {'alie_z': 1.5}, 'ipm': {'ipm_epsilon': 0.5}}.get(attack, {}).items() <= summary.items()
+  assert 0.0 <= summary['eval/accuracy'] <= 1.0 and np.isfinite(summary['eval/loss'])
+  if attack != 'label_flipping':  # update attacks count the flagged clients of each cohort
+    assert sum(float(row['aggregator/num_corrupted_clients']) for row in rows) > 0

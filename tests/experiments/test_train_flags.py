@@ -48,6 +48,8 @@ def _assert_one_line_refusal(result, *names):
     (('--algorithm=fedavg', '--minibatch_fraction=0.1'), ('--minibatch_fraction', '--algorithm=fedavg')),
     (('--task=digits_cohorts', '--label_concentration=100'), ('--label_concentration', 'digits_cohorts')),
     (('--gpus=first',), ('--gpus',)),
+    (('--task=synthetic_regression', '--corruption=label_flipping'),
+     ('--corruption=label_flipping', 'tasks with class labels', '--task=synthetic_regression')),
     (('unexpected',), ('positional', 'unexpected')),
 ])
 def test_a_bad_flag_is_refused_in_one_line_before_tensorflow_is_imported(tmp_path, flags, names):
@@ -92,6 +94,7 @@ def test_the_choices_spelt_out_for_the_flags_are_the_library_constants():
   from tff_robust.processes import delta_fl  # pylint: disable=g-import-not-at-top
   from tff_robust.processes import fedplus  # pylint: disable=g-import-not-at-top
   from tff_robust.processes import mtfeel  # pylint: disable=g-import-not-at-top
+  from tff_robust.aggregators import update_corruption  # pylint: disable=g-import-not-at-top
   from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
   assert train_flags.QUANTILE_METHODS == delta_fl.QUANTILE_METHODS
   assert train_flags.DEFAULT_QUANTILE_PASSES == delta_fl.DEFAULT_QUANTILE_PASSES
@@ -102,6 +105,7 @@ def test_the_choices_spelt_out_for_the_flags_are_the_library_constants():
   assert train_flags.MTFEEL_UPDATE_ORDERS == mtfeel.UPDATE_ORDERS
   assert train_flags.DDE_OUTPUTS == dde.OUTPUTS
   assert train_flags.CORRUPTIONS == corruption.CORRUPTIONS
+  assert train_flags.DEFAULT_IPM_EPSILON == update_corruption.DEFAULT_IPM_EPSILON
 
 
 def test_the_flag_defaults_are_the_algorithm_config_defaults():

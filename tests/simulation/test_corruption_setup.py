@@ -59,3 +59,48 @@ def test_attack_process_without_corrupted_clients_equals_fedavg():
                               attacked.get_model_weights(attacked_out.state).trainable):
     np.testing.assert_allclose(actual, expected, atol=1e-6)
   assert attacked_out.metrics['aggregator']['num_corrupted_clients'] == 0
+
+
+def _labels(dataset):
+  return np.concatenate([batch['y'] for batch in _elements(dataset)])
+
+
+def test_label_flipping_flips_exactly_the_chosen_clients_labels():
+  """y -> 9 - y on digits for the clients `select_corrupted_clients` chose (the choice every attack shares);
+  the others' data is untouched."""
+  task = digits.create_task(client_epochs=1, client_batch_size=8, seed=0)
+  chosen = corruption.select_corrupted_clients(task, 0.2, seed=2)
+  flipped = corruption.make_client_data_fn(task, 'label_flipping', chosen)
+  for client in task.train_data.client_ids:
+    clean, served = _labels(task.client_dataset(client)), _labels(flipped(client))
+    np.testing.assert_array_equal(served, 9 - clean if client in chosen else clean)  # same shuffle seed
+
+
+def test_update_attacks_flag_exactly_the_chosen_clients():
+  task = digits.create_task(client_epochs=1, client_batch_size=8, seed=0)
+  chosen = corruption.select_corrupted_clients(task, 0.3, seed=4)
+  for attack in corruption.UPDATE_ATTACKS:
+    data_fn = corruption.make_client_data_fn(task, attack, chosen)
+    flags = {cid: bool(next(iter(data_fn(cid)[1]))) for cid in task.train_data.client_ids}
+    assert {cid for cid, flag in flags.items() if flag} == chosen
+
+
+def test_label_flipping_is_refused_for_a_task_without_class_labels():
+  from tff_robust.simulation.tasks import synthetic_regression  # pylint: disable=g-import-not-at-top
+  task = synthetic_regression.create_task(client_epochs=1, client_batch_size=8, seed=0)
+  try:
+    corruption.make_client_data_fn(task, 'label_flipping', frozenset())
+  except ValueError as error:
+    assert str(error) == "label_flipping needs a task with class labels, not 'synthetic_regression'"
+  else:
+    raise AssertionError('label flipping on a regression task was accepted')
+
+
+def test_the_tasks_listed_for_label_flipping_are_those_with_a_label_flip():
+  """The TensorFlow-free list the runner's flags check against matches `Task.flip_labels` (the offline tasks)."""
+  from tff_robust.simulation import task_names  # pylint: disable=g-import-not-at-top
+  from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+  for name in ('digits', 'digits_robust', 'digits_cohorts', 'fedprox_synthetic', 'synthetic_regression',
+               'synthetic_regression_fedplus', 'emnist_linear_dfl', 'emnist_cnn'):
+    task = tasks.create_task(name, client_epochs=1, client_batch_size=8, seed=0, use_synthetic_data=True)
+    assert (task.flip_labels is not None) == (name in task_names.LABEL_FLIPPING_TASK_NAMES), name

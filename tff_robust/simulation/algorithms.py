@@ -1,7 +1,7 @@
 """Learning algorithms selectable by name (the runner's `--algorithm`)."""
 
 import dataclasses
-from typing import Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import tensorflow_federated as tff
 
@@ -153,6 +153,7 @@ def build_learning_process(
     *,
     clients_per_round: Optional[int] = None,
     update_attack: Optional[str] = None,
+    attack_options: Optional[Mapping[str, Any]] = None,
     seed: int = 0,
 ) -> Union[tff.learning.templates.LearningProcess, stateful_clients.StatefulClientProcess,
            indexed_clients.IndexedClientsProcess]:
@@ -162,8 +163,9 @@ def build_learning_process(
   `composition.build_fed_avg_process` (`build_weighted_fed_avg` that also counts non-finite client updates)
   with the algorithm's aggregator; `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`,
   the aggregator of `build_rfa_process`, so they are that process. With `update_attack`
-  ('gaussian' or 'omniscient') the process takes `(dataset, flag dataset)` per client and poisons the
-  flagged clients' updates before the aggregator (`update_corruption_process`).
+  (`update_corruption.ATTACKS`) the process takes `(dataset, flag dataset)` per client and poisons the
+  flagged clients' updates before the aggregator (`update_corruption_process`); `attack_options` are the
+  attack's keyword arguments there (`alie_z`, `ipm_epsilon`).
 
   `delta_fl` is `tff_robust.processes.delta_fl.build_delta_fl_process` with the config's conformity level,
   quantile method, passes and threshold period.
@@ -234,7 +236,7 @@ def build_learning_process(
   if update_attack is not None:
     return update_corruption_process.build_update_corruption_process(
         model_fn, client_optimizer, server_optimizer,
-        model_aggregator=aggregator, attack=update_attack, seed=seed,
+        model_aggregator=aggregator, attack=update_attack, seed=seed, **(attack_options or {}),
     )
   return composition.build_fed_avg_process(
       model_fn, client_optimizer, server_optimizer, model_aggregator=aggregator

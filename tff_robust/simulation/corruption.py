@@ -1,5 +1,11 @@
-"""Runner-side corruption set-up: which clients are corrupted and what data each client feeds the process."""
+"""Runner-side corruption set-up: which clients are corrupted and what data each client feeds the process.
 
+Data attacks change a corrupted client's raw data: 'data' is the task's own poisoning (`Task.corrupt_train`),
+'label_flipping' its y -> C - 1 - y (`Task.flip_labels`). Update attacks (`UPDATE_ATTACKS`) change what it
+sends (`tff_robust.aggregators.update_corruption`).
+"""
+
+import dataclasses
 import functools
 from typing import Callable
 
@@ -9,8 +15,8 @@ from tff_robust.core import corruption as core_corruption
 from tff_robust.simulation import update_corruption_process
 from tff_robust.simulation.tasks import base
 
-CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient')
-UPDATE_ATTACKS = ('gaussian', 'omniscient')
+CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient', 'alie', 'ipm', 'sign_flipping', 'label_flipping')
+UPDATE_ATTACKS = ('gaussian', 'omniscient', 'alie', 'ipm', 'sign_flipping')
 
 
 @functools.cache
@@ -35,14 +41,22 @@ def select_corrupted_clients(task: base.Task, fraction: float, seed: int) -> fro
 
 
 def make_client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[str]) -> Callable[[str], object]:
-  """Maps a client id to what the learning process takes for it under `corruption`."""
+  """Maps a client id to what the learning process takes for it under `corruption`.
+
+  Raises:
+    ValueError: for an unknown corruption, or label flipping on a task without class labels.
+  """
   if corruption not in CORRUPTIONS:
     raise ValueError(f'corruption must be one of {CORRUPTIONS}, got {corruption!r}')
   if corruption in UPDATE_ATTACKS:
     return lambda cid: (
         task.client_dataset(cid), update_corruption_process.corruption_flag_dataset(cid in corrupted)
     )
-  return lambda cid: task.client_dataset(cid, corrupted=corruption == 'data' and cid in corrupted)
+  if corruption == 'label_flipping':
+    if task.flip_labels is None:
+      raise ValueError(f'label_flipping needs a task with class labels, not {task.name!r}')
+    task = dataclasses.replace(task, corrupt_train=task.flip_labels)
+  return lambda cid: task.client_dataset(cid, corrupted=corruption != 'none' and cid in corrupted)
 
 
 def corrupted_weight_share(task: base.Task, corrupted: frozenset[str]) -> float:

@@ -17,6 +17,12 @@ TASK_NAMES = (
     'digits_robust', 'digits_personal', 'digits_cohorts',
 ) + SENT140_TASK_NAMES + FEDPROX_SYNTHETIC_TASK_NAMES + EMNIST_PAPER_TASK_NAMES + SHAKESPEARE_PAPER_TASK_NAMES
 
+# The tasks with class labels (`Task.flip_labels`), which --corruption=label_flipping takes: not the regressions
+# nor the next-character predictions (Shakespeare).
+LABEL_FLIPPING_TASK_NAMES = (
+    'digits', 'emnist_cnn', 'digits_robust', 'digits_personal', 'digits_cohorts',
+) + SENT140_TASK_NAMES + FEDPROX_SYNTHETIC_TASK_NAMES + EMNIST_PAPER_TASK_NAMES
+
 # Options of the papers' task builders that a runner may set (None or absent: the builder's default):
 #   l2_regularization: lambda >= 0 of the linear models' (lambda/2)||w||^2 (Delta-FL, notes §3.4);
 #   num_devices: the number of devices N (the Fed+ tasks' parties, the RFA EMNIST writers sampled);

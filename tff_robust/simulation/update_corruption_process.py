@@ -8,6 +8,8 @@ exactly `build_weighted_fed_avg(..., model_aggregator=model_aggregator)`, and li
 `composition.build_fed_avg_process` it counts non-finite client updates (`client_work/num_nonfinite_updates`).
 """
 
+from typing import Optional
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
@@ -61,12 +63,17 @@ def build_update_corruption_process(
     gaussian_mode: str = 'replace',
     seed: int = 0,
     client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
+    alie_z: Optional[float] = None,
+    ipm_epsilon: float = update_corruption.DEFAULT_IPM_EPSILON,
 ) -> tff.learning.templates.LearningProcess:
-  """Builds the process; `next(state, [(dataset, corruption_flag_dataset(flag)), ...])`."""
+  """Builds the process; `next(state, [(dataset, corruption_flag_dataset(flag)), ...])`.
+
+  `attack`, `gaussian_mode`, `seed`, `alie_z` and `ipm_epsilon` are `update_corruption.UpdateCorruptionFactory`'s.
+  """
   client_work = _flag_emitting_client_work(composition.count_nonfinite_updates(
       tff.learning.templates.build_model_delta_client_work(model_fn, client_optimizer_fn, client_weighting)
   ))
   aggregator = update_corruption.UpdateCorruptionFactory(
-      attack, model_aggregator, gaussian_mode=gaussian_mode, seed=seed
+      attack, model_aggregator, gaussian_mode=gaussian_mode, seed=seed, alie_z=alie_z, ipm_epsilon=ipm_epsilon
   )
   return composition.compose_with_fedavg_parts(model_fn, client_work, aggregator, server_optimizer_fn)

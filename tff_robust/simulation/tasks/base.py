@@ -27,6 +27,9 @@ class Task:
     train_data: per-client raw training data (unbatched elements).
     preprocess_train: local-training pipeline applied to a client's raw data (epochs, shuffling, batching).
     corrupt_train: the task's data poisoning (RFA paper, Sec. 5.1) applied to a corrupted client's raw data.
+    flip_labels: label flipping y -> C - 1 - y of a raw dataset (`data_corruption.flip_labels`), the runner's
+      `--corruption=label_flipping`; None where the task has no class labels (regression, next-character
+      prediction). `task_names.LABEL_FLIPPING_TASK_NAMES` lists the tasks that set it.
     evaluate: maps `tff.learning.models.ModelWeights` to a flat dict of held-out metrics on clean data; it
       contains `loss` and either `accuracy` (classification) or `mse` (regression).
     device_evaluator: evaluates every training device and every unseen test device separately
@@ -44,6 +47,7 @@ class Task:
   evaluate: Callable[[tff.learning.models.ModelWeights], dict[str, float]]
   device_evaluator: Optional[evaluation.DeviceEvaluator] = None
   personal_test_data: Optional[tff.simulation.datasets.ClientData] = None
+  flip_labels: Optional[Transform] = None
 
   def client_dataset(self, client_id: str, corrupted: bool = False) -> tf.data.Dataset:
     """The dataset client `client_id` trains on, poisoned if `corrupted`."""

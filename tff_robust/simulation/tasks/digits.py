@@ -168,6 +168,7 @@ def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_cl
       'digits', model_fn, train_data,
       preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),
       corrupt_train=data_corruption.negate_images('x'),
+      flip_labels=data_corruption.flip_labels('y', NUM_CLASSES),
       evaluate=evaluation.CentralizedEvaluator(model_fn, base.test_dataset_from_arrays(x_test, y_test), {}),
       device_evaluator=evaluation.DeviceEvaluator(model_fn, {
           'train': evaluation.DeviceGroup(train_data, batch, weighted=True),

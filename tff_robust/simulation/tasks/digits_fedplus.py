@@ -165,6 +165,7 @@ def create_personal_task_from_arrays(
       corrupt_train=data_corruption.negate_images('x'),
       evaluate=evaluation.CentralizedEvaluator(model_fn, base.test_dataset_from_arrays(x_test, y_test), {}),
       personal_test_data=base.client_data_from_arrays(test),
+      flip_labels=data_corruption.flip_labels('y', digits.NUM_CLASSES),
   )
 
 

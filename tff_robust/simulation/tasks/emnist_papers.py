@@ -95,6 +95,7 @@ def create_rfa_task(
       paper_splits.subset(test.preprocess(as_examples), writers),
       data_corruption.negate_images('x'),
       client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed,
+      flip_labels=data_corruption.flip_labels('y', paper_models.EMNIST_CLASSES),
   )
 
 
@@ -120,6 +121,7 @@ def create_dfl_task(
       data_corruption.negate_images('x'),
       client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed,
       max_evaluated_devices=max_evaluated_devices,
+      flip_labels=data_corruption.flip_labels('y', paper_models.EMNIST_CLASSES),
   )
 
 

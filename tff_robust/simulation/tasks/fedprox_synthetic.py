@@ -162,4 +162,5 @@ def create_task(
       corrupt_train=data_corruption.flip_labels('y', NUM_CLASSES),
       evaluate=evaluation.CentralizedEvaluator(model_fn, base.test_dataset_from_arrays(x_test, y_test), {}),
       personal_test_data=base.client_data_from_arrays(test),
+      flip_labels=data_corruption.flip_labels('y', NUM_CLASSES),
   )

@@ -74,7 +74,7 @@ def _pooled_evaluator(model_fn, client_data) -> evaluation.CentralizedEvaluator:
 
 def within_device_task(
     name: str, model_fn, train_data, test_data, corrupt_train: Callable, *, client_epochs: int,
-    client_batch_size: int, seed: int,
+    client_batch_size: int, seed: int, flip_labels: Optional[Callable] = None,
 ) -> base.Task:
   """RFA's split: each device trains on `train_data` and is tested on its own `test_data` (same ids);
   `evaluate` is the pooled test accuracy (App. D.3: per-device accuracies weighted by test examples)."""
@@ -86,6 +86,7 @@ def within_device_task(
       corrupt_train=corrupt_train,
       evaluate=_pooled_evaluator(model_fn, test_data),
       personal_test_data=test_data,
+      flip_labels=flip_labels,
   )
 
 
@@ -99,6 +100,7 @@ def _sampled(client_data, max_devices: Optional[int]):
 def by_device_task(
     name: str, model_fn, train_devices, test_devices, corrupt_train: Callable, *, client_epochs: int,
     client_batch_size: int, seed: int, max_evaluated_devices: Optional[int] = None,
+    flip_labels: Optional[Callable] = None,
 ) -> base.Task:
   """Delta-FL's split: training devices and unseen test devices, evaluated device by device (every device,
   as the paper does, unless `max_evaluated_devices` caps each group by a seeded sample)."""
@@ -113,4 +115,5 @@ def by_device_task(
           'train': evaluation.DeviceGroup(_sampled(train_devices, max_evaluated_devices), _batched, weighted=True),
           'eval': evaluation.DeviceGroup(_sampled(test_devices, max_evaluated_devices), _batched, weighted=False),
       }, {}),
+      flip_labels=flip_labels,
   )

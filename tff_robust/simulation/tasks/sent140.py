@@ -115,4 +115,5 @@ def create_task(
       ),
       device_evaluator=device_evaluator,
       personal_test_data=test_data if split == 'within_device' else None,
+      flip_labels=data_corruption.flip_labels('y', 2),
   )

@@ -14,10 +14,12 @@ from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import evaluation
 
 _MAX_EVALUATED_DEVICES = 200
+_EMNIST_CLASSES = 62  # only_digits=False
 
 
 def _from_baseline(
-    name, build_baseline, accuracy_metric, corrupt_train, *, client_epochs, client_batch_size, use_synthetic_data
+    name, build_baseline, accuracy_metric, corrupt_train, *, client_epochs, client_batch_size, use_synthetic_data,
+    flip_labels=None,
 ):
   spec = tff.simulation.baselines.ClientSpec(num_epochs=client_epochs, batch_size=client_batch_size)
   try:
@@ -39,7 +41,7 @@ def _from_baseline(
   return base.Task(
       name, baseline.model_fn, train_data,
       preprocess_train=datasets.train_preprocess_fn, corrupt_train=corrupt_train, evaluate=evaluator,
-      device_evaluator=evaluation.DeviceEvaluator(baseline.model_fn, groups, metric_names),
+      device_evaluator=evaluation.DeviceEvaluator(baseline.model_fn, groups, metric_names), flip_labels=flip_labels,
   )
 
 
@@ -80,6 +82,7 @@ def create_emnist_cnn_task(*, client_epochs, client_batch_size, use_synthetic_da
       'sparse_categorical_accuracy',
       data_corruption.negate_images('pixels'),
       client_epochs=client_epochs, client_batch_size=client_batch_size, use_synthetic_data=use_synthetic_data,
+      flip_labels=data_corruption.flip_labels('label', _EMNIST_CLASSES),
   )
 
 

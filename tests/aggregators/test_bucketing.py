@@ -68,6 +68,7 @@ def test_two_rounds_match_the_numpy_reference_with_each_rounds_permutation():
     np.testing.assert_array_equal(output.measurements['bucket_sizes'], np.bincount(buckets, minlength=5))
     np.testing.assert_array_equal(output.measurements['bucket_sizes'], [2] * 5)  # a permutation: full buckets
     assert output.measurements['num_buckets'] == 5
+    assert output.measurements['secure_average_calls'] == 5  # the bucket means + 4 Weiszfeld passes
   assert not np.array_equal(assignments[0], assignments[1])
 
 

@@ -62,6 +62,8 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
   (`widening`), and `inner_factory` is created for the value's own types.
 
   Measurements:
+    - `secure_average_calls`: 1 (the bucket means) plus the inner process's (1 if it reports none); the
+      key histogram, bucket sizes and non-finite count are sums of 0/1 flags and not counted.
     - `num_buckets`: buckets with a positive weight.
     - `bucket_sizes`: int32 [K], clients per bucket.
     - `num_nonfinite_clients`: clients whose value or weight was not finite.
@@ -164,6 +166,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       return widening.narrow(mean, value_type), tf.cast(weight, weight_type.dtype)
 
     increment = tff.tensorflow.computation(lambda round_num: round_num + 1, np.int32)
+    inner_names = tff.structure.name_list(inner_process.next.type_signature.result.measurements.member)
 
     @tff.federated_computation()
     def init_fn():
@@ -189,6 +192,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       own = tff.federated_map(own_bucket_mean, (tff.federated_broadcast(means), bucket, weight))
       inner = inner_process.next(state[0], own[0], own[1])
       measurements = collections.OrderedDict(
+          secure_average_calls=_plus_bucket_means(inner.measurements, inner_names),
           num_buckets=num_nonempty,
           bucket_sizes=sizes.result,
           num_nonfinite_clients=nonfinite.result,
@@ -216,6 +220,15 @@ def client_key(value, seed: int, round_num, key_bins: int) -> tf.Tensor:
 def bucket_from_rank(rank, bucket_size: int, num_buckets: int) -> tf.Tensor:
   """TensorFlow: the bucket of the client of rank `rank` in the permutation: min(rank // s, K - 1)."""
   return tf.minimum(rank // bucket_size, num_buckets - 1)
+
+
+def _plus_bucket_means(inner_measurements, inner_names):
+  """1 (the bucket means) + the inner process's `secure_average_calls` (1 if it reports none: a mean)."""
+  if 'secure_average_calls' not in inner_names:
+    return tff.federated_value(np.int32(2), tff.SERVER)
+  calls = inner_measurements['secure_average_calls']
+  plus_one = tff.tensorflow.computation(lambda count: count + 1, calls.type_signature.member)
+  return tff.federated_map(plus_one, calls)
 
 
 def _stacked(wide_type, num_buckets):

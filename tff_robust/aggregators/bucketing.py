@@ -33,8 +33,10 @@ clients choose their bucket from the shared seed, so a Byzantine client that dev
 could pick its bucket (the simulated attacks, `UpdateCorruptionFactory`, do not).
 
 Composition: `BucketingFactory(GeometricMedianFactory())` is RFA over bucket means (`bucketing_rfa` in the
-runner); behind the Delta-FL filter (`tff_robust.processes.delta_fl`) the filter drops clients first, and the
-buckets are formed from the clients that remain, whose weights the filter set.
+runner); as the `model_aggregator` of Delta-FL (`tff_robust.processes.delta_fl`) it buckets after the filter:
+a client the filter drops sends a zero update with weight 0, which adds nothing to its bucket's sums but takes
+a place in the ranking, so some buckets hold fewer than s kept clients (the dropped clients' equal zero
+updates share one key, hence one rank and one bucket); bucket weights are the kept clients' weights.
 """
 
 import collections
@@ -157,7 +159,8 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       def divide(total):
         weights = tf.reshape(tf.cast(sums['weights'], total.dtype), [num_buckets] + [1] * (total.shape.rank - 1))
         return tf.math.divide_no_nan(total, weights)
-      means = widening.pack(stacked_type.values, iter([divide(t) for t in widening.leaves(sums['values'], stacked_type.values)]))
+      totals = widening.leaves(sums['values'], stacked_type.values)
+      means = widening.pack(stacked_type.values, iter([divide(total) for total in totals]))
       return means, tf.math.count_nonzero(sums['weights'] > 0, dtype=tf.int32)
 
     @tff.tensorflow.computation(stacked_type.values, np.int32, tff.TensorType(weight_dtype))

@@ -37,13 +37,13 @@ def _buckets(points, round_num, bucket_size, num_buckets, seed=0):
   return np.minimum(ranks // bucket_size, num_buckets - 1)
 
 
-def _reference(points, weights, buckets, num_passes):
+def _reference(points, weights, buckets, num_passes, smoothing=_SMOOTHING):
   """Weighted bucket means m_b = sum_{i in b} a_i w_i / A_b, then the smoothed-Weiszfeld median with weights A_b."""
   used = np.unique(buckets)
   bucket_weights = np.array([weights[buckets == b].sum() for b in used], np.float64)
   means = np.stack([np.average(points[buckets == b], axis=0, weights=weights[buckets == b]) for b in used])
-  return weiszfeld.smoothed_weiszfeld(means, bucket_weights, num_passes=num_passes, smoothing=_SMOOTHING,
-                                      init='mean').iterates[-1], means
+  return weiszfeld.smoothed_weiszfeld(means, bucket_weights, num_passes=num_passes, smoothing=smoothing,
+                                      init='mean').iterates[-1]
 
 
 @functools.lru_cache(maxsize=None)
@@ -63,7 +63,7 @@ def test_two_rounds_match_the_numpy_reference_with_each_rounds_permutation():
     state = output.state
     buckets = _buckets(points, round_num, 2, 5)
     assignments.append(buckets)
-    expected, _ = _reference(points, weights, buckets, num_passes=4)
+    expected = _reference(points, weights, buckets, num_passes=4)
     np.testing.assert_allclose(np.concatenate(output.result), expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(output.measurements['bucket_sizes'], np.bincount(buckets, minlength=5))
     np.testing.assert_array_equal(output.measurements['bucket_sizes'], [2] * 5)  # a permutation: full buckets
@@ -108,15 +108,23 @@ def test_nonfinite_clients_are_counted_and_weigh_nothing():
   np.testing.assert_allclose(np.concatenate(output.result), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_over_the_secure_geometric_median_every_client_value_is_securely_summed():
+def test_over_the_secure_geometric_median_every_client_value_is_securely_summed_and_it_matches():
+  smoothing = 1e-2
   factory = bucketing.BucketingFactory(
-      secure_geometric_median.SecureGeometricMedianFactory(value_bound=10.0, max_client_weight=3.0, smoothing=1e-2),
-      bucket_size=2, max_clients=10, sum_factory=tff.aggregators.SecureSumFactory(30.0),
+      secure_geometric_median.SecureGeometricMedianFactory(value_bound=20.0, max_client_weight=3.0,
+                                                           smoothing=smoothing, num_passes=4),
+      bucket_size=2, max_clients=10, sum_factory=tff.aggregators.SecureSumFactory(60.0),  # W V
       count_factory=tff.aggregators.SecureSumFactory(1, 0),
   )
   process = factory.create(_VALUE_TYPE, _WEIGHT_TYPE)
   assert privacy.non_secure_intrinsics(process.next) == frozenset()
   privacy.assert_client_values_aggregated_securely(process.next)
+  points, weights = _cloud(6)
+  output = process.next(process.initialize(), _values(points), list(weights))
+  buckets = _buckets(points, 0, 2, 5)
+  expected = _reference(points, weights, buckets, num_passes=4, smoothing=smoothing)
+  np.testing.assert_allclose(np.concatenate(output.result), expected, atol=1e-4)  # 32-bit quantisation
+  assert output.measurements['inner']['num_clients_beyond_bounds'] == 0
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,8 @@ Here, in TFF's federated language with anonymous clients and no per-client value
      client weighting and full buckets, as in the paper). Rules that count clients (Krum, trimmed mean)
      see every bucket mean |B_b| times.
 
-What the server learns: the key histogram (pseudo-random keys, no identities), and every bucket's size,
+What the server learns: the key histogram (no identities; but a server that knows the seed and guesses a
+client's exact update could check whether its key occurs), and every bucket's size,
 weight and weighted mean of s clients; with an inner rule of secure sums (`SecureGeometricMedianFactory`)
 nothing else. So with `sum_factory` and `count_factory` secure sums (`SecureSumFactory`) every client value
 reaches the server through a secure sum (`privacy.assert_client_values_aggregated_securely`). A deployment

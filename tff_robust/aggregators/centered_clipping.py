@@ -77,7 +77,7 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
 
     Args:
       clip_radius: tau > 0, the L2 bound of each client's residual w_i - v.
-      num_iterations: L, secure averages per aggregation, an integer >= 1 (the paper uses 1 to 3).
+      num_iterations: L, secure averages per aggregation, an integer >= 1.
       mean_factory: a `tff.aggregators.WeightedAggregationFactory` for every iteration; defaults to
         `tff.aggregators.MeanFactory(no_nan_division=True)`.
       count_factory: a `tff.aggregators.UnweightedAggregationFactory` summing int32 0/1 flags; defaults to

@@ -33,6 +33,7 @@ from tff_robust.aggregators import centered_clipping
 from tff_robust.aggregators import channels
 from tff_robust.aggregators import delta_median
 from tff_robust.aggregators import geometric_median
+from tff_robust.aggregators import nearest_neighbor_mixing
 from tff_robust.aggregators import quantile
 from tff_robust.aggregators import sign_vote
 from tff_robust.aggregators import update_corruption
@@ -120,6 +121,10 @@ _SPECS = {
     'trimmed_mean': _Spec(lambda: baselines.trimmed_mean_factory(0.2), _ALL_CASES, minimum_clients=3),
     'multi_krum': _Spec(lambda: baselines.multi_krum_factory(1), _GATHERED_CASES, minimum_clients=5),
     'bulyan': _Spec(lambda: baselines.bulyan_factory(1), _GATHERED_CASES, minimum_clients=7),
+    'nnm_coordinate_median': _Spec(
+        lambda: nearest_neighbor_mixing.nearest_neighbor_mixing_factory(1, baselines.coordinate_median_factory()),
+        _GATHERED_CASES, minimum_clients=2,
+    ),
     'norm_clipping': _Spec(
         lambda: baselines.norm_clipping_factory(1.0), ('identical', 'single', 'symmetric', 'zero'),
         expected=_clipped_mean,

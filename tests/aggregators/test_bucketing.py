@@ -30,8 +30,8 @@ def _cloud(seed, num_clients=10):
 
 
 def _buckets(points, round_num, bucket_size, num_buckets, seed=0):
-  """The fixed permutation the factory draws: keys from `bucketing.client_key`, ranked here in NumPy."""
-  keys = np.array([int(bucketing.client_key(value, seed, round_num, bucketing.DEFAULT_KEY_BINS))
+  """The fixed permutation of `keys='hashed'`: keys from `bucketing.hashed_key`, ranked here in NumPy."""
+  keys = np.array([int(bucketing.hashed_key(value, seed, round_num, bucketing.DEFAULT_KEY_BINS))
                    for value in _values(points)])
   ranks = np.array([np.count_nonzero(keys < key) for key in keys])
   return np.minimum(ranks // bucket_size, num_buckets - 1)
@@ -50,7 +50,7 @@ def _reference(points, weights, buckets, num_passes, smoothing=_SMOOTHING):
 def _process(bucket_size, max_clients=10):
   return bucketing.BucketingFactory(
       geometric_median.GeometricMedianFactory(num_passes=4, smoothing=_SMOOTHING),
-      bucket_size=bucket_size, max_clients=max_clients,
+      bucket_size=bucket_size, max_clients=max_clients, keys='hashed',
   ).create(_VALUE_TYPE, _WEIGHT_TYPE)
 
 
@@ -113,7 +113,7 @@ def test_over_the_secure_geometric_median_every_client_value_is_securely_summed_
   factory = bucketing.BucketingFactory(
       secure_geometric_median.SecureGeometricMedianFactory(value_bound=20.0, max_client_weight=3.0,
                                                            smoothing=smoothing, num_passes=4),
-      bucket_size=2, max_clients=10, sum_factory=tff.aggregators.SecureSumFactory(60.0),  # W V
+      bucket_size=2, max_clients=10, keys='hashed', sum_factory=tff.aggregators.SecureSumFactory(60.0),  # W V
       count_factory=tff.aggregators.SecureSumFactory(1, 0),
   )
   process = factory.create(_VALUE_TYPE, _WEIGHT_TYPE)
@@ -135,12 +135,30 @@ def test_over_the_secure_geometric_median_every_client_value_is_securely_summed_
         (dict(max_clients=0), r'max_clients must be an integer >= 1'),
         (dict(key_bins=1), r'key_bins must be an integer >= 2'),
         (dict(seed=-1), r'seed must be an integer >= 0'),
+        (dict(keys='fixed'), r"keys must be one of \('random', 'hashed'\), got 'fixed'"),
     ],
 )
 def test_bad_arguments_name_the_argument_and_range(kwargs, message):
   arguments = dict(bucket_size=2, max_clients=10) | kwargs
   with pytest.raises(ValueError, match=message):
     bucketing.BucketingFactory(tff.aggregators.MeanFactory(), **arguments)
+
+
+@pytest.mark.parametrize('keys', bucketing.KEYS)
+def test_identical_updates_fill_random_buckets_but_share_one_hashed_key(keys):
+  """Ten clients sending the same update (as omniscient attackers do): random keys spread them over the five
+  buckets (two clients per bucket unless two keys collide), hashed keys put all ten into one bucket."""
+  process = bucketing.BucketingFactory(
+      tff.aggregators.MeanFactory(), bucket_size=2, max_clients=10, keys=keys).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  x = np.arange(5, dtype=np.float32)
+  output = process.next(process.initialize(), _values([x] * 10), [np.float32(1.0)] * 10)
+  np.testing.assert_allclose(np.concatenate(output.result), x)
+  sizes = output.measurements['bucket_sizes']
+  assert sizes.sum() == 10
+  if keys == 'random':
+    assert sizes.max() <= 3 and output.measurements['num_buckets'] >= 4
+  else:
+    np.testing.assert_array_equal(sizes, [10, 0, 0, 0, 0])
 
 
 def test_inner_factory_must_be_weighted():

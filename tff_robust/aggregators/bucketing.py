@@ -7,13 +7,17 @@ Averaging s clients divides the spread between honest clients by about sqrt(s) (
 rule mistakes for an attack), while a fraction delta of attackers spoils at most a fraction s delta of buckets.
 
 Here, in TFF's federated language with anonymous clients and no per-client value at the server:
-  1. Permutation. Each client draws a key k_i uniform on {0, ..., H-1} (H = `key_bins`) from the stateless
-     seed (seed, round) folded with a hash of its own value (`tf.fingerprint`): pseudo-random, reproducible,
-     and different for different values. One secure sum of the one-hot keys gives the key histogram c; the
-     server broadcasts it and client i takes rank r_i = sum_{k < k_i} c_k, bucket b_i = r_i // s. Sorting by
-     random keys is a uniform random permutation; clients with equal keys share a rank and a bucket (equal
-     values always do, which does not change any bucket mean's contribution; distinct values collide with
-     probability about n^2 / 2H per round). The round counter is the aggregator's state.
+  1. Permutation. Each client draws a key k_i uniform on {0, ..., H-1} (H = `key_bins`). One secure sum of
+     the one-hot keys gives the key histogram c; the server broadcasts it and client i takes rank
+     r_i = sum_{k < k_i} c_k, bucket b_i = r_i // s. Sorting by random keys is a uniform random permutation;
+     clients with equal keys share a rank and a bucket (probability about n^2 / 2H per round).
+     `keys='random'` (the default) draws k_i from the client's own randomness (an unseeded
+     `tf.random.uniform`): independent of the values, as the paper's server-side permutation is, but not
+     reproducible from a seed. `keys='hashed'` draws it from the stateless seed (`seed`, round) folded with
+     a hash of the client's value (`tf.fingerprint`): reproducible, which tests use to check against a fixed
+     permutation, but clients with equal values share one key and one bucket, so attackers that all send
+     the same update (the omniscient attack) would spoil one bucket only: never use it to measure
+     robustness. The round counter is the aggregator's state.
   2. Bucket means. Each client one-hot places (alpha_i w_i, alpha_i) and 1 into row b_i of
      [K, ...] stacked values, K = ceil(`max_clients` / s); two secure sums give every bucket's weighted sum
      S_b, weight A_b and size. The server divides: m_b = S_b / A_b (0 for an empty bucket).
@@ -24,20 +28,19 @@ Here, in TFF's federated language with anonymous clients and no per-client value
      client weighting and full buckets, as in the paper). Rules that count clients (Krum, trimmed mean)
      see every bucket mean |B_b| times.
 
-What the server learns: the key histogram (no identities; but a server that knows the seed and guesses a
-client's exact update could check whether its key occurs), and every bucket's size,
+What the server learns: the key histogram (random keys, no identities), and every bucket's size,
 weight and weighted mean of s clients; with an inner rule of secure sums (`SecureGeometricMedianFactory`)
 nothing else. So with `sum_factory` and `count_factory` secure sums (`SecureSumFactory`) every client value
 reaches the server through a secure sum (`privacy.assert_client_values_aggregated_securely`). A deployment
 would instead let the server assign clients to buckets and run one secure aggregation per bucket; here
-clients choose their bucket from the shared seed, so a Byzantine client that deviates from the protocol
+clients choose their bucket, so a Byzantine client that deviates from the protocol
 could pick its bucket (the simulated attacks, `UpdateCorruptionFactory`, do not).
 
 Composition: `BucketingFactory(GeometricMedianFactory())` is RFA over bucket means (`bucketing_rfa` in the
 runner); as the `model_aggregator` of Delta-FL (`tff_robust.processes.delta_fl`) it buckets after the filter:
 a client the filter drops sends a zero update with weight 0, which adds nothing to its bucket's sums but takes
-a place in the ranking, so some buckets hold fewer than s kept clients (the dropped clients' equal zero
-updates share one key, hence one rank and one bucket); bucket weights are the kept clients' weights.
+a place in the ranking, so buckets hold s clients of which some may be dropped ones (fewer than s kept
+clients); bucket weights are the kept clients' weights, and a bucket of dropped clients only has weight 0.
 """
 
 import collections
@@ -52,6 +55,7 @@ from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
 
 DEFAULT_KEY_BINS = 4096
+KEYS = ('random', 'hashed')
 
 
 class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
@@ -81,6 +85,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       *,
       bucket_size: int,
       max_clients: int,
+      keys: str = 'random',
       seed: int = 0,
       key_bins: int = DEFAULT_KEY_BINS,
       sum_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
@@ -92,7 +97,8 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       inner_factory: a `tff.aggregators.WeightedAggregationFactory`, the robust rule over the bucket means.
       bucket_size: s, clients per bucket, an integer >= 1 (1: no bucketing, the inner rule over the clients).
       max_clients: the largest cohort, an integer >= 1; the stacked sums have ceil(max_clients / s) rows.
-      seed: an integer seeding the permutations (one per round).
+      keys: 'random' or 'hashed', how clients draw their keys (module docstring).
+      seed: an integer >= 0 seeding the permutations of `keys='hashed'` (one per round).
       key_bins: H, the number of distinct keys, an integer >= 2.
       sum_factory: a `tff.aggregators.UnweightedAggregationFactory` for the stacked <alpha w, alpha> (in
         the values' wide dtype, `widening.value_dtype`); defaults to `tff.aggregators.SumFactory()`.
@@ -110,6 +116,9 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     self._inner_factory = inner_factory
     self._bucket_size = type_checks.check_integer('bucket_size', bucket_size, minimum=1)
     self._max_clients = type_checks.check_integer('max_clients', max_clients, minimum=1)
+    if keys not in KEYS:
+      raise ValueError(f'keys must be one of {KEYS}, got {keys!r}')
+    self._keys = keys
     self._seed = type_checks.check_integer('seed', seed, minimum=0)
     self._key_bins = type_checks.check_integer('key_bins', key_bins, minimum=2)
     self._sum_factory = type_checks.sum_factory_or_default(sum_factory)
@@ -127,6 +136,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     wide_type = widening.wide_value_type(value_type)
     weight_dtype = widening.scalar_dtype(value_type, weight_type)
     num_buckets, bucket_size, key_bins, seed = self.num_buckets, self._bucket_size, self._key_bins, self._seed
+    draw_key = hashed_key if self._keys == 'hashed' else random_key
     stacked_type = tff.StructWithPythonType([
         ('values', _stacked(wide_type, num_buckets)),
         ('weights', tff.TensorType(widening.value_dtype(value_type), [num_buckets])),
@@ -139,7 +149,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
 
     @tff.tensorflow.computation(wide_type, np.int32)
     def one_hot_key(value, round_num):
-      return tf.one_hot(client_key(value, seed, round_num, key_bins), key_bins, dtype=tf.int32)
+      return tf.one_hot(draw_key(value, seed, round_num, key_bins), key_bins, dtype=tf.int32)
 
     @tff.tensorflow.computation(tff.TensorType(np.int32, [key_bins]), tff.TensorType(np.int32, [key_bins]))
     def bucket_of(one_hot, histogram):
@@ -211,7 +221,13 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     return tff.templates.AggregationProcess(init_fn, next_fn)
 
 
-def client_key(value, seed: int, round_num, key_bins: int) -> tf.Tensor:
+def random_key(value, seed: int, round_num, key_bins: int) -> tf.Tensor:
+  """TensorFlow: a key uniform on {0, ..., key_bins - 1} from the client's own randomness (not seeded)."""
+  del value, seed, round_num
+  return tf.random.uniform([], minval=0, maxval=key_bins, dtype=tf.int32)
+
+
+def hashed_key(value, seed: int, round_num, key_bins: int) -> tf.Tensor:
   """TensorFlow: the client's key in {0, ..., key_bins - 1}, uniform from the seed (seed, round_num) folded
   with the fingerprint (`tf.fingerprint`, FarmHash) of the value's bytes."""
   flat = tf.concat([tf.reshape(tf.bitcast(t, tf.uint8), [-1]) for t in tf.nest.flatten(value)], 0)

@@ -81,6 +81,16 @@ flags.DEFINE_integer(
 flags.DEFINE_float(
     'clipping_norm', 1.0, 'norm_clipping: L2 bound of each client update.', lower_bound=1e-30
 )
+flags.DEFINE_integer(
+    'bucket_size', 2, 'bucketing_rfa: clients per bucket s (random buckets each round).', lower_bound=1
+)
+flags.DEFINE_float(
+    'centered_clipping_radius', 1.0, 'centered_clipping: L2 bound tau of each residual w_i - v.',
+    lower_bound=1e-30,
+)
+flags.DEFINE_integer(
+    'centered_clipping_iterations', 3, 'centered_clipping: secure averages per round.', lower_bound=1
+)
 CONFORMITY_LEVEL = flags.DEFINE_float(
     'conformity_level', 0.5, 'delta_fl: conformity level theta in (0, 1]; 1 is FedAvg.', lower_bound=1e-9,
     upper_bound=1.0,

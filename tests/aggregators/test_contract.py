@@ -28,9 +28,12 @@ import pytest
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import baselines
+from tff_robust.aggregators import bucketing
+from tff_robust.aggregators import centered_clipping
 from tff_robust.aggregators import channels
 from tff_robust.aggregators import delta_median
 from tff_robust.aggregators import geometric_median
+from tff_robust.aggregators import nearest_neighbor_mixing
 from tff_robust.aggregators import quantile
 from tff_robust.aggregators import sign_vote
 from tff_robust.aggregators import update_corruption
@@ -76,6 +79,17 @@ def _clipped_mean(case, points, weights, location):
   return np.average(points * np.minimum(1.0, 1.0 / norms)[:, None], axis=0, weights=weights)
 
 
+def _centered_clipping(case, points, weights, location):
+  """CenteredClippingFactory(1, 3) in its first round: v <- v + mean_i clip(p_i - v, 1), three times from 0."""
+  del case, location
+  center = np.zeros(points.shape[1])
+  for _ in range(3):
+    residuals = points - center
+    factors = np.minimum(1.0, 1.0 / np.maximum(np.linalg.norm(residuals, axis=1), 1e-300))
+    center = center + np.average(residuals * factors[:, None], axis=0, weights=weights)
+  return center
+
+
 _GATHERED_CASES = ('identical', 'single', 'outlier', 'zero')
 _SPECS = {
     'geometric_median_mean': _Spec(
@@ -94,10 +108,23 @@ _SPECS = {
         )
         for norm in delta_median.NORMS for solver in delta_median.SOLVERS
     },
+    # Identical values share a key and so a bucket; bucket means of the other cases are not the location.
+    'bucketing_geometric_median': _Spec(
+        lambda: bucketing.BucketingFactory(geometric_median.GeometricMedianFactory(), bucket_size=2, max_clients=8),
+        ('identical', 'single', 'zero'),
+    ),
+    'centered_clipping': _Spec(
+        lambda: centered_clipping.CenteredClippingFactory(1.0, 3), ('identical', 'single', 'symmetric', 'zero'),
+        expected=_centered_clipping,
+    ),
     'coordinate_median': _Spec(baselines.coordinate_median_factory, _ALL_CASES),
     'trimmed_mean': _Spec(lambda: baselines.trimmed_mean_factory(0.2), _ALL_CASES, minimum_clients=3),
     'multi_krum': _Spec(lambda: baselines.multi_krum_factory(1), _GATHERED_CASES, minimum_clients=5),
     'bulyan': _Spec(lambda: baselines.bulyan_factory(1), _GATHERED_CASES, minimum_clients=7),
+    'nnm_coordinate_median': _Spec(
+        lambda: nearest_neighbor_mixing.nearest_neighbor_mixing_factory(1, baselines.coordinate_median_factory()),
+        _GATHERED_CASES, minimum_clients=2,
+    ),
     'norm_clipping': _Spec(
         lambda: baselines.norm_clipping_factory(1.0), ('identical', 'single', 'symmetric', 'zero'),
         expected=_clipped_mean,

@@ -61,6 +61,20 @@ def test_robust_baselines_train_on_digits(tmp_path, algorithm):
     assert all(r['aggregator/insufficient_clients'] == '0' for r in rows)
 
 
+@pytest.mark.parametrize('algorithm, calls', [('bucketing_rfa', 2 * (1 + 3)), ('centered_clipping', 2 * 2)])
+def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, calls):
+  result = train_runs.train(
+      tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=2', '--rounds_per_eval=2',
+      '--bucket_size=3', '--centered_clipping_radius=0.5', '--centered_clipping_iterations=2',
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['secure_average_calls'] == calls and len(rows) == 2
+  assert 0.0 <= summary['eval/accuracy'] <= 1.0
+  if algorithm == 'bucketing_rfa':  # 10 clients in buckets of 3: 3, 3, 3 and 1 (3 if the top two keys collide)
+    assert all(r['aggregator/num_buckets'] in ('3', '4') for r in rows)
+
+
 @pytest.mark.parametrize('task', ['emnist_cnn', 'shakespeare_rnn'])
 def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
   result = train_runs.train(
@@ -128,6 +142,9 @@ def _refusal(flag_values, argv) -> str:
         ('--trim_fraction=0.5', 'trim_fraction'),
         ('--num_byzantine=-1', 'num_byzantine'),
         ('--clipping_norm=0', 'clipping_norm'),
+        ('--bucket_size=0', 'bucket_size'),
+        ('--centered_clipping_radius=0', 'centered_clipping_radius'),
+        ('--centered_clipping_iterations=0', 'centered_clipping_iterations'),
         ('--conformity_level=0', 'conformity_level'),
         ('--conformity_level=1.5', 'conformity_level'),
         ('--quantile_method=approximate', 'quantile_method'),

@@ -43,6 +43,21 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
     self._accepts = accepts_num_clients
     self._requirement = requirement
 
+  @property
+  def rule(self) -> Callable:
+    """The TensorFlow rule (points [m, d], weights [m]) -> [d]."""
+    return self._rule
+
+  @property
+  def accepts_num_clients(self) -> Callable:
+    """The TensorFlow predicate of the number of usable rows."""
+    return self._accepts
+
+  @property
+  def requirement(self) -> str:
+    """The predicate in words."""
+    return self._requirement
+
   def check_clients_per_round(self, clients_per_round: int) -> None:
     """Raises ValueError naming the rule and its requirement if `clients_per_round` clients cannot work."""
     if not bool(self._accepts(tf.constant(clients_per_round, tf.int32))):

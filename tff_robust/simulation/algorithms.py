@@ -6,6 +6,8 @@ from typing import Any, Mapping, Optional, Union
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import baselines
+from tff_robust.aggregators import bucketing
+from tff_robust.aggregators import centered_clipping
 from tff_robust.aggregators import channels
 from tff_robust.aggregators import gathering
 from tff_robust.aggregators import delta_median
@@ -43,6 +45,9 @@ class AlgorithmConfig:
   num_byzantine: int = 1
   num_selected: Optional[int] = None  # multi-Krum; None means m - num_byzantine
   clipping_norm: float = 1.0
+  bucket_size: int = 2
+  centered_clipping_radius: float = 1.0
+  centered_clipping_iterations: int = 3
   conformity_level: float = 0.5
   quantile_method: str = 'exact'
   quantile_passes: int = delta_fl.DEFAULT_QUANTILE_PASSES
@@ -73,8 +78,13 @@ class AlgorithmConfig:
     )
 
 
-def model_aggregator(name: str, config: AlgorithmConfig) -> Optional[tff.aggregators.WeightedAggregationFactory]:
-  """The server aggregation of algorithm `name` (None for the sign-vote algorithms, which build their own)."""
+def model_aggregator(
+    name: str, config: AlgorithmConfig, clients_per_round: Optional[int] = None
+) -> Optional[tff.aggregators.WeightedAggregationFactory]:
+  """The server aggregation of algorithm `name` (None for the sign-vote algorithms, which build their own).
+
+  `bucketing_rfa` needs `clients_per_round`: its stacked bucket sums have ceil(clients_per_round / s) rows.
+  """
   if name == 'fedavg':
     return tff.aggregators.MeanFactory()
   if name == 'rfa':
@@ -91,6 +101,17 @@ def model_aggregator(name: str, config: AlgorithmConfig) -> Optional[tff.aggrega
     return baselines.bulyan_factory(config.num_byzantine)
   if name == 'norm_clipping':
     return baselines.norm_clipping_factory(config.clipping_norm)
+  if name == 'bucketing_rfa':
+    if clients_per_round is None:
+      raise ValueError('bucketing_rfa needs clients_per_round (the rows of its stacked bucket sums)')
+    return bucketing.BucketingFactory(
+        rfa.rfa_aggregator(num_passes=config.rfa_num_passes, smoothing=config.rfa_smoothing),
+        bucket_size=config.bucket_size, max_clients=clients_per_round,
+    )
+  if name == 'centered_clipping':
+    return centered_clipping.CenteredClippingFactory(
+        config.centered_clipping_radius, config.centered_clipping_iterations
+    )
   if name in ('delta_fl', 'local_only', 'fedsgd', 'fedprox'):
     return tff.aggregators.MeanFactory(no_nan_division=True)
   if name.startswith('fedplus_'):
@@ -118,7 +139,7 @@ def check_settings(
   sign-vote algorithm without `clients_per_round`, the channel's parameters, and a personal learning rate
   outside [0, inf) or for an algorithm other than `personalized_rfa`.
   """
-  aggregator = model_aggregator(name, config)
+  aggregator = model_aggregator(name, config, clients_per_round)
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
     try:
       aggregator.check_clients_per_round(clients_per_round)
@@ -159,7 +180,10 @@ def build_learning_process(
            indexed_clients.IndexedClientsProcess]:
   """Builds algorithm `name` with client and server SGD.
 
-  `fedavg`, `rfa`, `rfa_one_step` and the gather-based baselines and norm clipping are
+  `fedavg`, `rfa`, `rfa_one_step`, the gather-based baselines, norm clipping, `bucketing_rfa` (RFA's
+  geometric median over the means of random buckets of `bucket_size` clients, `BucketingFactory`) and
+  `centered_clipping` (`CenteredClippingFactory` with `centered_clipping_radius` and
+  `centered_clipping_iterations`) are
   `composition.build_fed_avg_process` (`build_weighted_fed_avg` that also counts non-finite client updates)
   with the algorithm's aggregator; `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`,
   the aggregator of `build_rfa_process`, so they are that process. With `update_attack`

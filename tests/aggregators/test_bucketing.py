@@ -1,0 +1,166 @@
+"""BucketingFactory against an independent NumPy reference: the permutation of the clients' keys, the bucket
+means and the geometric median over them (Karimireddy, He, Jaggi 2022, Algorithm 1)."""
+
+import functools
+
+import numpy as np
+import pytest
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import bucketing
+from tff_robust.aggregators import geometric_median
+from tff_robust.aggregators import privacy
+from tff_robust.aggregators import secure_geometric_median
+from tff_robust.core import weiszfeld
+
+_VALUE_TYPE = tff.to_type([(np.float32, [3]), (np.float32, [2])])
+_WEIGHT_TYPE = tff.TensorType(np.float32)
+_SMOOTHING = 1e-3
+
+
+def _values(points):
+  return [[p[:3], p[3:]] for p in np.asarray(points, np.float32)]
+
+
+def _cloud(seed, num_clients=10):
+  rng = np.random.default_rng(seed)
+  points = rng.normal(size=(num_clients, 5)).astype(np.float32)
+  points[:2] += 8.0
+  return points, rng.uniform(0.5, 3.0, size=num_clients).astype(np.float32)
+
+
+def _buckets(points, round_num, bucket_size, num_buckets, seed=0):
+  """The fixed permutation of `keys='hashed'`: keys from `bucketing.hashed_key`, ranked here in NumPy."""
+  keys = np.array([int(bucketing.hashed_key(value, seed, round_num, bucketing.DEFAULT_KEY_BINS))
+                   for value in _values(points)])
+  ranks = np.array([np.count_nonzero(keys < key) for key in keys])
+  return np.minimum(ranks // bucket_size, num_buckets - 1)
+
+
+def _reference(points, weights, buckets, num_passes, smoothing=_SMOOTHING):
+  """Weighted bucket means m_b = sum_{i in b} a_i w_i / A_b, then the smoothed-Weiszfeld median with weights A_b."""
+  used = np.unique(buckets)
+  bucket_weights = np.array([weights[buckets == b].sum() for b in used], np.float64)
+  means = np.stack([np.average(points[buckets == b], axis=0, weights=weights[buckets == b]) for b in used])
+  return weiszfeld.smoothed_weiszfeld(means, bucket_weights, num_passes=num_passes, smoothing=smoothing,
+                                      init='mean').iterates[-1]
+
+
+@functools.lru_cache(maxsize=None)
+def _process(bucket_size, max_clients=10):
+  return bucketing.BucketingFactory(
+      geometric_median.GeometricMedianFactory(num_passes=4, smoothing=_SMOOTHING),
+      bucket_size=bucket_size, max_clients=max_clients, keys='hashed',
+  ).create(_VALUE_TYPE, _WEIGHT_TYPE)
+
+
+def test_two_rounds_match_the_numpy_reference_with_each_rounds_permutation():
+  process, state = _process(2), _process(2).initialize()
+  assignments = []
+  for round_num, seed in enumerate((1, 2)):
+    points, weights = _cloud(seed)
+    output = process.next(state, _values(points), list(weights))
+    state = output.state
+    buckets = _buckets(points, round_num, 2, 5)
+    assignments.append(buckets)
+    expected = _reference(points, weights, buckets, num_passes=4)
+    np.testing.assert_allclose(np.concatenate(output.result), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(output.measurements['bucket_sizes'], np.bincount(buckets, minlength=5))
+    np.testing.assert_array_equal(output.measurements['bucket_sizes'], [2] * 5)  # a permutation: full buckets
+    assert output.measurements['num_buckets'] == 5
+    assert output.measurements['secure_average_calls'] == 5  # the bucket means + 4 Weiszfeld passes
+  assert not np.array_equal(assignments[0], assignments[1])
+
+
+def test_bucket_size_one_is_the_inner_rule_over_the_clients():
+  points, weights = _cloud(3)
+  process = _process(1)
+  output = process.next(process.initialize(), _values(points), list(weights))
+  expected = weiszfeld.smoothed_weiszfeld(points.astype(np.float64), weights.astype(np.float64), num_passes=4,
+                                          smoothing=_SMOOTHING, init='mean').iterates[-1]
+  np.testing.assert_allclose(np.concatenate(output.result), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_over_a_mean_it_is_the_weighted_mean_and_a_smaller_cohort_leaves_buckets_empty():
+  points, weights = _cloud(4, num_clients=7)
+  process = bucketing.BucketingFactory(
+      tff.aggregators.MeanFactory(), bucket_size=3, max_clients=12).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  output = process.next(process.initialize(), _values(points), list(weights))
+  np.testing.assert_allclose(np.concatenate(output.result), np.average(points, axis=0, weights=weights), rtol=1e-5)
+  np.testing.assert_array_equal(output.measurements['bucket_sizes'], [3, 3, 1, 0])
+  assert output.measurements['num_buckets'] == 3
+
+
+def test_nonfinite_clients_are_counted_and_weigh_nothing():
+  points, weights = _cloud(5)
+  points[4, 0] = np.nan
+  process = _process(2)
+  output = process.next(process.initialize(), _values(points), list(weights))
+  cleaned, kept = points.copy(), weights.copy()
+  cleaned[4], kept[4] = 0.0, 0.0  # what the factory keys, buckets and sums: zeros with weight 0
+  buckets = _buckets(cleaned, 0, 2, 5)
+  used = np.array([b for b in range(5) if kept[buckets == b].sum() > 0])
+  means = np.stack([np.average(cleaned[buckets == b], axis=0, weights=kept[buckets == b]) for b in used])
+  bucket_weights = np.array([kept[buckets == b].sum() for b in used], np.float64)
+  expected = weiszfeld.smoothed_weiszfeld(means, bucket_weights, num_passes=4, smoothing=_SMOOTHING,
+                                          init='mean').iterates[-1]
+  assert output.measurements['num_nonfinite_clients'] == 1
+  np.testing.assert_allclose(np.concatenate(output.result), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_over_the_secure_geometric_median_every_client_value_is_securely_summed_and_it_matches():
+  smoothing = 1e-2
+  factory = bucketing.BucketingFactory(
+      secure_geometric_median.SecureGeometricMedianFactory(value_bound=20.0, max_client_weight=3.0,
+                                                           smoothing=smoothing, num_passes=4),
+      bucket_size=2, max_clients=10, keys='hashed', sum_factory=tff.aggregators.SecureSumFactory(60.0),  # W V
+      count_factory=tff.aggregators.SecureSumFactory(1, 0),
+  )
+  process = factory.create(_VALUE_TYPE, _WEIGHT_TYPE)
+  assert privacy.non_secure_intrinsics(process.next) == frozenset()
+  privacy.assert_client_values_aggregated_securely(process.next)
+  points, weights = _cloud(6)
+  output = process.next(process.initialize(), _values(points), list(weights))
+  buckets = _buckets(points, 0, 2, 5)
+  expected = _reference(points, weights, buckets, num_passes=4, smoothing=smoothing)
+  np.testing.assert_allclose(np.concatenate(output.result), expected, atol=1e-4)  # 32-bit quantisation
+  assert output.measurements['inner']['num_clients_beyond_bounds'] == 0
+
+
+@pytest.mark.parametrize(
+    'kwargs, message',
+    [
+        (dict(bucket_size=0), r'bucket_size must be an integer >= 1, got 0'),
+        (dict(bucket_size=2.5), r'bucket_size must be an integer >= 1'),
+        (dict(max_clients=0), r'max_clients must be an integer >= 1'),
+        (dict(key_bins=1), r'key_bins must be an integer >= 2'),
+        (dict(seed=-1), r'seed must be an integer >= 0'),
+        (dict(keys='fixed'), r"keys must be one of \('random', 'hashed'\), got 'fixed'"),
+    ],
+)
+def test_bad_arguments_name_the_argument_and_range(kwargs, message):
+  arguments = dict(bucket_size=2, max_clients=10) | kwargs
+  with pytest.raises(ValueError, match=message):
+    bucketing.BucketingFactory(tff.aggregators.MeanFactory(), **arguments)
+
+
+@pytest.mark.parametrize('keys', bucketing.KEYS)
+def test_identical_updates_fill_random_buckets_but_share_one_hashed_key(keys):
+  """Ten clients sending the same update (as omniscient attackers do): random keys spread them over the five
+  buckets (two clients per bucket unless two keys collide), hashed keys put all ten into one bucket."""
+  process = bucketing.BucketingFactory(
+      tff.aggregators.MeanFactory(), bucket_size=2, max_clients=10, keys=keys).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  x = np.arange(5, dtype=np.float32)
+  output = process.next(process.initialize(), _values([x] * 10), [np.float32(1.0)] * 10)
+  np.testing.assert_allclose(np.concatenate(output.result), x)
+  sizes = output.measurements['bucket_sizes']
+  assert sizes.sum() == 10
+  if keys == 'random':
+    assert sizes.max() <= 3 and output.measurements['num_buckets'] >= 4
+  else:
+    np.testing.assert_array_equal(sizes, [10, 0, 0, 0, 0])
+
+
+def test_inner_factory_must_be_weighted():
+  with pytest.raises(TypeError, match='inner_factory'):
+    bucketing.BucketingFactory(tff.aggregators.SumFactory(), bucket_size=2, max_clients=10)

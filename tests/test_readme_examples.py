@@ -39,6 +39,7 @@ _RUN_BY = {
     'benchmarks.fedplus_cost': None,
     'benchmarks.mtfeel_cost': None,
     'benchmarks.isolation_cost': None,
+    'benchmarks.defence_cost': None,
 }
 
 

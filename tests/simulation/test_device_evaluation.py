@@ -88,6 +88,21 @@ def _assert_equals_device_by_device(model_fn, x, y, logits_of):
   assert summary['eval/error_mean'] == pytest.approx(np.nanmean(one_pass.error))
 
 
+def test_indexed_batches_are_each_devices_own_batches_in_order():
+  rng = np.random.default_rng(2)
+  x = rng.normal(size=(sum(_DEVICE_SIZES.values()), 3)).astype(np.float32)
+  arrays, client_data = _devices_of_sizes(x, np.arange(len(x), dtype=np.int32))
+  group = evaluation.DeviceGroup(client_data, lambda dataset: dataset.batch(_EVAL_BATCH), weighted=False)
+  batches = list(evaluation.indexed_batches(group).as_numpy_iterator())
+  expected = [(index, x_device[start:start + _EVAL_BATCH], y_device[start:start + _EVAL_BATCH])
+              for index, (x_device, y_device) in enumerate(arrays.values())
+              for start in range(0, len(y_device), _EVAL_BATCH)]
+  assert [index for index, _ in batches] == [index for index, _, _ in expected]
+  for (_, batch), (_, x_batch, y_batch) in zip(batches, expected):
+    np.testing.assert_array_equal(batch['x'], x_batch)
+    np.testing.assert_array_equal(batch['y'], y_batch)
+
+
 def test_one_pass_evaluation_equals_numpy_and_device_by_device_for_an_mlp():
   rng = np.random.default_rng(0)
   x = rng.normal(size=(sum(_DEVICE_SIZES.values()), digits.NUM_FEATURES)).astype(np.float32)

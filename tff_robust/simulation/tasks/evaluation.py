@@ -203,7 +203,9 @@ def indexed_batches(group: DeviceGroup) -> tf.data.Dataset:
   """
   client_ids = list(group.client_data.client_ids)
   dataset_of = group.client_data.serializable_dataset_fn
-  indices_and_ids = tf.data.Dataset.from_tensor_slices((tf.range(len(client_ids)), tf.constant(client_ids)))
+  indices_and_ids = tf.data.Dataset.from_tensor_slices(
+      (tf.range(len(client_ids)), tf.constant(client_ids, tf.string))
+  )
   return indices_and_ids.flat_map(
       lambda index, client_id: group.preprocess(dataset_of(client_id)).map(lambda batch: (index, batch))
   )

@@ -1,12 +1,16 @@
 """Per-device evaluation against NumPy: the digits MLP evaluated by hand, percentiles by NumPy's quantiles."""
 
+import collections
+
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import digits
 from tff_robust.simulation.tasks import evaluation
+from tff_robust.simulation.tasks import paper_models
 from tff_robust.simulation.tasks import tff_baselines
 from tests.simulation import numpy_classifiers
 
@@ -32,6 +36,95 @@ def test_every_digits_device_is_evaluated_on_its_own_data():
       assert metrics.loss[index] == pytest.approx(loss, rel=1e-4)
       assert metrics.error[index] == pytest.approx(error, abs=1e-6)
   assert results['train'].weighted and not results['eval'].weighted
+
+
+# Batches of 256 (as the paper tasks evaluate): several batches with a partial last one, no example, one
+# example, exactly one full batch, one partial batch, three batches.
+_DEVICE_SIZES = collections.OrderedDict(a=300, b=0, c=1, d=256, e=17, f=513)
+_EVAL_BATCH = 256
+
+
+def _devices_of_sizes(x, y):
+  """({device: (x, y)}, ClientData of them): consecutive slices of (x, y) of `_DEVICE_SIZES`, served by a
+  `serializable_dataset_fn` (TestClientData refuses a device without example)."""
+  ends = np.cumsum(list(_DEVICE_SIZES.values()))
+  arrays = {device: (x[end - size:end], y[end - size:end])
+            for (device, size), end in zip(_DEVICE_SIZES.items(), ends)}
+  table = lambda values: tf.lookup.StaticHashTable(
+      tf.lookup.KeyValueTensorInitializer(list(_DEVICE_SIZES), tf.constant(values, tf.int64)), default_value=-1
+  )
+  starts, sizes = table(ends - list(_DEVICE_SIZES.values())), table(list(_DEVICE_SIZES.values()))
+  pooled = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x, y=y))
+  def dataset_fn(device):
+    device = tf.convert_to_tensor(device)
+    return pooled.skip(starts.lookup(device)).take(sizes.lookup(device))
+  return arrays, tff.simulation.datasets.ClientData.from_clients_and_tf_fn(list(_DEVICE_SIZES), dataset_fn)
+
+
+def _assert_equals_device_by_device(model_fn, x, y, logits_of):
+  """One-pass DeviceEvaluator == `logits_of(weights, x)` scored by NumPy, and == the one-call-per-device
+  path (PersonalEvaluator with the same weights for every device), on devices of `_DEVICE_SIZES`."""
+  arrays, client_data = _devices_of_sizes(x, y)
+  weights = tff.learning.models.ModelWeights.from_model(model_fn())
+  batch = lambda dataset: dataset.batch(_EVAL_BATCH)
+  evaluator = evaluation.DeviceEvaluator(model_fn, {'eval': evaluation.DeviceGroup(client_data, batch, False)}, {})
+  one_pass = evaluator(weights)['eval']
+  assert one_pass.device_ids == list(_DEVICE_SIZES)
+  np.testing.assert_array_equal(one_pass.num_examples, list(_DEVICE_SIZES.values()))
+  for index, (device, (x_device, y_device)) in enumerate(arrays.items()):
+    if not len(y_device):  # no example: no loss or error is defined
+      assert np.isnan(one_pass.loss[index]) and np.isnan(one_pass.error[index])
+      continue
+    logits = logits_of(weights, x_device)
+    assert one_pass.loss[index] == pytest.approx(numpy_classifiers.mean_cross_entropy(logits, y_device), rel=1e-4)
+    assert one_pass.error[index] == pytest.approx(numpy_classifiers.error_rate(logits, y_device), abs=1e-6)
+  per_device = evaluation.PersonalEvaluator(model_fn, client_data, {}, batch_size=_EVAL_BATCH)(
+      lambda device: weights)['personal']
+  np.testing.assert_array_equal(one_pass.num_examples, per_device.num_examples)
+  np.testing.assert_allclose(one_pass.loss, per_device.loss, rtol=1e-6)  # NaN == NaN for the empty device
+  np.testing.assert_allclose(one_pass.error, per_device.error, rtol=1e-6)
+  summary = evaluation.distribution_summary({'eval': one_pass})
+  assert summary['eval/loss_num_nonfinite'] == summary['eval/error_num_nonfinite'] == 1
+  assert summary['eval/error_mean'] == pytest.approx(np.nanmean(one_pass.error))
+
+
+def test_indexed_batches_are_each_devices_own_batches_in_order():
+  rng = np.random.default_rng(2)
+  x = rng.normal(size=(sum(_DEVICE_SIZES.values()), 3)).astype(np.float32)
+  arrays, client_data = _devices_of_sizes(x, np.arange(len(x), dtype=np.int32))
+  group = evaluation.DeviceGroup(client_data, lambda dataset: dataset.batch(_EVAL_BATCH), weighted=False)
+  batches = list(evaluation.indexed_batches(group).as_numpy_iterator())
+  expected = [(index, x_device[start:start + _EVAL_BATCH], y_device[start:start + _EVAL_BATCH])
+              for index, (x_device, y_device) in enumerate(arrays.values())
+              for start in range(0, len(y_device), _EVAL_BATCH)]
+  assert [index for index, _ in batches] == [index for index, _, _ in expected]
+  for (_, batch), (_, x_batch, y_batch) in zip(batches, expected):
+    np.testing.assert_array_equal(batch['x'], x_batch)
+    np.testing.assert_array_equal(batch['y'], y_batch)
+
+
+def test_one_pass_evaluation_equals_numpy_and_device_by_device_for_an_mlp():
+  rng = np.random.default_rng(0)
+  x = rng.normal(size=(sum(_DEVICE_SIZES.values()), digits.NUM_FEATURES)).astype(np.float32)
+  y = rng.integers(0, 10, len(x)).astype(np.int32)
+  _assert_equals_device_by_device(
+      digits.model_fn, x, y, lambda weights, x: numpy_classifiers.mlp_logits(weights.trainable, x)
+  )
+
+
+def test_one_pass_evaluation_equals_keras_and_device_by_device_for_the_shakespeare_gru():
+  rng = np.random.default_rng(1)
+  num_symbols = paper_models.SHAKESPEARE_SYMBOLS
+  x = rng.integers(0, num_symbols, (sum(_DEVICE_SIZES.values()), paper_models.SEQUENCE_LENGTH)).astype(np.int32)
+  y = rng.integers(0, num_symbols, len(x)).astype(np.int32)
+  keras_model = paper_models.shakespeare_gru_dfl()
+
+  def keras_logits(weights, x):
+    weights.assign_weights_to(keras_model)
+    return keras_model(x, training=False).numpy().astype(np.float64)
+
+  model_fn = paper_models.classifier_model_fn(paper_models.shakespeare_gru_dfl, paper_models.shakespeare_input_spec())
+  _assert_equals_device_by_device(model_fn, x, y, keras_logits)
 
 
 def test_test_devices_partition_the_held_out_set_and_never_train():

@@ -36,6 +36,7 @@ class _MetricsRunner:
     self._model_fn = model_fn
     self._metric_names = metric_names
     self._finalize = None
+    self._finalize_rows = None
 
   def new_scorer(self) -> '_Scorer':
     """A scorer over one new model, its forward passes traced once."""
@@ -46,7 +47,20 @@ class _MetricsRunner:
     unfinalized = model.report_local_unfinalized_metrics()
     if self._finalize is None:
       self._finalize = self._build_finalize(model.metric_finalizers(), unfinalized)
-    finalized = self._finalize(tf.nest.map_structure(lambda t: t.numpy(), unfinalized))
+    return self._renamed(self._finalize(tf.nest.map_structure(lambda t: t.numpy(), unfinalized)))
+
+  def finalize_rows(self, model, flat_rows: list[tf.Tensor]) -> list[dict[str, float]]:
+    """The finalized, renamed metrics of each row of `flat_rows`: `model`'s unfinalized metrics flattened
+    by `tf.nest`, each stacked along a new first axis (one row per device)."""
+    unfinalized = model.report_local_unfinalized_metrics()
+    if self._finalize_rows is None:
+      self._finalize_rows = self._build_finalize_rows(model, unfinalized)
+    rows = tf.nest.pack_sequence_as(unfinalized, [row.numpy() for row in flat_rows])
+    finalized = self._finalize_rows(rows)
+    return [self._renamed({name: values[index] for name, values in finalized.items()})
+            for index in range(len(flat_rows[0]) if flat_rows else 0)]
+
+  def _renamed(self, finalized) -> dict[str, float]:
     return collections.OrderedDict(
         (self._metric_names.get(name, name), float(value)) for name, value in finalized.items()
     )
@@ -61,9 +75,31 @@ class _MetricsRunner:
         unfinalized_type,
     )
 
+  @classmethod
+  def _build_finalize_rows(cls, model, unfinalized):
+    """A TFF computation mapping the model's finalizers over rows of unfinalized metrics, one after another
+    (`parallel_iterations=1`: each finalizer assigns its row to one set of metric variables). The output
+    signature is the result type of the one-row computation (a finalizer is a tf.function that creates
+    variables, so it is traced only inside a computation, a fresh set of finalizers for each)."""
+    row_result_type = cls._build_finalize(model.metric_finalizers(), unfinalized).type_signature.result
+    signature = collections.OrderedDict(
+        (name, tf.TensorSpec(value_type.shape, value_type.dtype)) for name, value_type in tff.structure.iter_elements(row_result_type)
+    )
+    rows_type = tff.to_type(tf.nest.map_structure(
+        lambda t: tff.TensorType(t.dtype.as_numpy_dtype, [None] + t.shape.as_list()), unfinalized
+    ))
+    finalizers = model.metric_finalizers()
+
+    def finalize_rows(rows):
+      finalize_row = lambda row: collections.OrderedDict((n, finalizers[n](row[n])) for n in finalizers)
+      return tf.map_fn(finalize_row, rows, fn_output_signature=signature, parallel_iterations=1)
+
+    return tff.tensorflow.computation(finalize_rows, rows_type)
+
 
 class _Scorer:
-  """One model: `load` assigns a set of weights to it, `metrics_on(dataset)` scores the weights last loaded."""
+  """One model: `load` assigns a set of weights to it; `metrics_on(dataset)` scores the weights last loaded
+  on one dataset, `metrics_per_device(indexed_batches, n)` on each of n devices in one pass."""
 
   def __init__(self, runner: _MetricsRunner, model):
     self._runner = runner
@@ -74,7 +110,22 @@ class _Scorer:
       for batch in dataset:
         model.forward_pass(batch, training=False)
 
+    @tf.function
+    def sums_per_device(indexed_batches, num_devices):
+      """[num_devices, ...] sums over each device's batches of the unfinalized metrics of that batch alone."""
+      sums = tuple(tf.zeros(tf.concat([[num_devices], tf.shape(value)], 0), value.dtype)
+                   for value in tf.nest.flatten(model.report_local_unfinalized_metrics()))
+      for index, batch in indexed_batches:
+        model.reset_metrics()
+        model.forward_pass(batch, training=False)
+        batch_states = tf.nest.flatten(model.report_local_unfinalized_metrics())
+        row = tf.reshape(index, [1, 1])
+        sums = tuple(tf.tensor_scatter_nd_add(total, row, state[tf.newaxis])
+                     for total, state in zip(sums, batch_states))
+      return sums
+
     self._run_over = run_over
+    self._sums_per_device = sums_per_device
 
   def load(self, model_weights: tff.learning.models.ModelWeights) -> None:
     model_weights.assign_weights_to(self._model)
@@ -83,6 +134,11 @@ class _Scorer:
     self._model.reset_metrics()
     self._run_over(dataset)
     return self._runner.finalize(self._model)
+
+  def metrics_per_device(self, indexed_batches: tf.data.Dataset, num_devices: int) -> list[dict[str, float]]:
+    """The metrics of each device 0..num_devices-1 from (device index, batch) elements."""
+    sums = self._sums_per_device(indexed_batches, tf.constant(num_devices, tf.int32))
+    return self._runner.finalize_rows(self._model, sums)
 
 
 class CentralizedEvaluator:
@@ -100,8 +156,8 @@ class CentralizedEvaluator:
 
 @dataclasses.dataclass(frozen=True)
 class DeviceGroup:
-  """Devices evaluated one by one: `preprocess` turns a device's raw data into batches; `weighted` says
-  whether the group's distribution weights devices by their number of examples (training devices) or
+  """Devices evaluated each on its own data: `preprocess` turns a device's raw data into batches; `weighted`
+  says whether the group's distribution weights devices by their number of examples (training devices) or
   not (test devices)."""
 
   client_data: tff.simulation.datasets.ClientData
@@ -121,43 +177,71 @@ class DeviceMetrics:
 
 
 def _device_metrics(device_ids: list, metrics: list[dict], weighted: bool) -> DeviceMetrics:
-  """DeviceMetrics from each device's finalized metrics; error = 1 - accuracy where there is an accuracy."""
+  """DeviceMetrics from each device's finalized metrics; error = 1 - accuracy where there is an accuracy.
+
+  A device with no example gets NaN loss and error: neither is defined (Keras' division by a zero count
+  would report loss 0 and accuracy 0).
+  """
   accuracy = [m['accuracy'] for m in metrics] if metrics and 'accuracy' in metrics[0] else None
+  num_examples = np.array([m['num_examples'] for m in metrics], np.float64)
+  undefined = lambda values: np.where(num_examples > 0, values, np.nan)
   return DeviceMetrics(
       device_ids=device_ids,
-      num_examples=np.array([m['num_examples'] for m in metrics], np.float64),
-      loss=np.array([m['loss'] for m in metrics]),
-      error=None if accuracy is None else 1.0 - np.array(accuracy),
+      num_examples=num_examples,
+      loss=undefined(np.array([m['loss'] for m in metrics], np.float64)),
+      error=None if accuracy is None else undefined(1.0 - np.array(accuracy, np.float64)),
       weighted=weighted,
   )
 
 
+def indexed_batches(group: DeviceGroup) -> tf.data.Dataset:
+  """(device index, batch) of every device of `group`, device after device in `client_ids` order.
+
+  One dataset for the whole group, built from the client data's `serializable_dataset_fn` inside a
+  `flat_map`: no per-device dataset is built in Python (which costs tens of milliseconds per device). A
+  device's batches are `group.preprocess` of its data alone, so no batch mixes two devices.
+  """
+  client_ids = list(group.client_data.client_ids)
+  dataset_of = group.client_data.serializable_dataset_fn
+  indices_and_ids = tf.data.Dataset.from_tensor_slices(
+      (tf.range(len(client_ids)), tf.constant(client_ids, tf.string))
+  )
+  return indices_and_ids.flat_map(
+      lambda index, client_id: group.preprocess(dataset_of(client_id)).map(lambda batch: (index, batch))
+  )
+
+
 class DeviceEvaluator:
-  """Evaluates model weights on every device of each group separately.
+  """Evaluates model weights on every device of each group separately, each group in one pass.
 
   Groups are named by the metric prefix they report under: 'train' (training devices, their own training
   data) and 'eval' (unseen test devices). Error is 1 - accuracy where the model has an 'accuracy' metric
   (after renaming by `metric_names`). Device weights are the `num_examples` metric that TFF's Keras models
   report, counted in the same pass.
+
+  One traced loop runs over `indexed_batches` of a whole group: before each batch the model's metrics are
+  reset, after it their unfinalized values (TFF's contract: states that sum across data, as
+  `sum_then_finalize` sums them across clients) are added into row k of a [num_devices, ...] sum for the
+  batch's device k (a segment sum over batches). Row k is then exactly the state that evaluating device k
+  alone accumulates (the same float additions in the same order: 0 + batch 1 + batch 2 ...), and one TFF
+  computation maps the model's own finalizers over the rows. A device with no example has no batch: it
+  reports num_examples 0 and NaN loss and error (`_device_metrics`), which `distribution_summary` counts as
+  non-finite and leaves out.
   """
 
   def __init__(self, model_fn, groups: dict[str, DeviceGroup], metric_names: dict[str, str]):
     self._runner = _MetricsRunner(model_fn, metric_names)
     self._groups = groups
-    self._datasets = {
-        name: [(cid, group.preprocess(group.client_data.create_tf_dataset_for_client(cid)))
-               for cid in group.client_data.client_ids]
-        for name, group in groups.items()
-    }
+    self._datasets = {name: indexed_batches(group) for name, group in groups.items()}
 
   def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, DeviceMetrics]:
     scorer = self._runner.new_scorer()
     scorer.load(model_weights)  # once: every device scores the same weights
     results = {}
-    for name, datasets in self._datasets.items():
+    for name, dataset in self._datasets.items():
+      device_ids = list(self._groups[name].client_data.client_ids)
       results[name] = _device_metrics(
-          [cid for cid, _ in datasets], [scorer.metrics_on(dataset) for _, dataset in datasets],
-          weighted=self._groups[name].weighted,
+          device_ids, scorer.metrics_per_device(dataset, len(device_ids)), weighted=self._groups[name].weighted
       )
     return results
 

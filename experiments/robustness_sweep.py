@@ -5,7 +5,10 @@ r"""Robustness sweep of the RFA paper's Sec. 5 / Fig. 2-3: accuracy versus corru
 
 Runs algorithm x corruption x rho x seed (rho = 0 once per algorithm and seed, shared by every corruption)
 and writes to <root_output_dir>/<experiment_name>/:
-  results.csv   one row per run: final held-out metrics, calls per round, the realised corrupted share;
+  results.csv   one row per run, appended as each run ends: final held-out metrics, calls per round, the
+                realised corrupted share. The same command resumes an interrupted sweep (finished runs are
+                kept; a grown grid adds only its new runs); other per-run settings are refused
+                (run_settings.json) unless --experiment_name names a new directory;
   results.md    mean [min, max] over seeds of the final accuracy, algorithm x rho, one table per corruption;
   accuracy_vs_corruption.png   one panel per corruption, one line per aggregator, min-max band over seeds.
 Trimmed mean and multi-Krum are given the true rho (the paper: they need it): trim_fraction = rho,
@@ -30,6 +33,7 @@ import tqdm  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import run_settings  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
 
@@ -94,6 +98,41 @@ def _runs(algorithm_names, corruptions, data_fractions, update_fractions, seeds)
             yield algorithm, kind, fraction, seed
 
 
+def _per_run_settings() -> dict:
+  """The flags every run of the sweep shares (the grid itself may grow between invocations)."""
+  return {flag.name: flag.value for flag in (
+      _TASK, _LABEL_CONCENTRATION, _TOTAL_ROUNDS, _CLIENTS_PER_ROUND, _CLIENT_EPOCHS, _CLIENT_BATCH_SIZE,
+      _CLIENT_LEARNING_RATE, _CLIPPING_NORM, _USE_SYNTHETIC_DATA)}
+
+
+def _run_key(row) -> tuple:
+  return row['algorithm'], row['corruption'], float(row['fraction']), int(row['seed'])
+
+
+def _finished_rows(output_dir: str) -> list[dict]:
+  """The rows of results.csv from an earlier invocation, numbers parsed; [] if there is none."""
+  path = os.path.join(output_dir, 'results.csv')
+  if not os.path.exists(path):
+    return []
+  with open(path, newline='') as f:
+    rows = list(csv.DictReader(f))
+  for row in rows:
+    row.update(fraction=float(row['fraction']), seed=int(row['seed']), accuracy=float(row['accuracy']),
+               loss=float(row['loss']), calls_per_round=float(row['calls_per_round']),
+               corruption_weight_share=float(row['corruption_weight_share']))
+  return rows
+
+
+def _append_row(output_dir: str, row: dict) -> None:
+  path = os.path.join(output_dir, 'results.csv')
+  is_new = not os.path.exists(path)
+  with open(path, 'a', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=_FIELDS)
+    if is_new:
+      writer.writeheader()
+    writer.writerow(row)
+
+
 def write_table(rows, path):
   """results.md: per corruption, mean [min, max] of the final accuracy over seeds, algorithm x rho."""
   lines = ['# Robustness sweep: final test accuracy, mean [min, max] over seeds', '']
@@ -116,8 +155,9 @@ def write_table(rows, path):
 
 
 def plot(rows, path):
-  """Accuracy vs rho, one panel per corruption, mean line and min-max band over seeds per algorithm."""
-  kinds = sorted({r['corruption'] for r in rows} - {'none'})
+  """Accuracy vs rho, one panel per corruption (or one of the clean runs), mean line and min-max band over seeds
+  per algorithm."""
+  kinds = sorted({r['corruption'] for r in rows} - {'none'}) or ['none']
   figure, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4.2), squeeze=False)
   for axis, kind in zip(axes[0], kinds):
     for algorithm in dict.fromkeys(r['algorithm'] for r in rows):
@@ -166,10 +206,18 @@ def main(argv):
   )
   output_dir = os.path.join(_ROOT_OUTPUT_DIR.value, _EXPERIMENT_NAME.value)
   os.makedirs(output_dir, exist_ok=True)
+  try:
+    run_settings.check_same_run(output_dir, _per_run_settings())
+  except run_settings.SettingsMismatch as error:
+    raise app.UsageError(f'{error}; give a new --experiment_name') from None
+  run_settings.record(output_dir, _per_run_settings())
   processes = {}
-  rows = []
   runs = list(_runs(_ALGORITHMS.value, _CORRUPTIONS.value, data_fractions, update_fractions, seeds))
-  for algorithm, kind, fraction, seed in tqdm.tqdm(runs, desc='sweep', unit='run'):
+  finished = {_run_key(row): row for row in _finished_rows(output_dir)}
+  if finished:
+    print(f'resuming: {sum(run in finished for run in runs)} of {len(runs)} runs already in results.csv')
+  for algorithm, kind, fraction, seed in tqdm.tqdm([r for r in runs if r not in finished], desc='sweep',
+                                                   unit='run'):
     attack = kind if kind in corruption.UPDATE_ATTACKS else None
     config = _config(algorithm, fraction)
     if (algorithm, config, attack) not in processes:
@@ -183,16 +231,15 @@ def main(argv):
         rounds_per_eval=_TOTAL_ROUNDS.value, seed=seed, show_progress=False,
         output_dir=os.path.join(output_dir, 'runs', f'{algorithm}_{kind}_{fraction:g}_seed{seed}'),
     )
-    rows.append(dict(
+    row = dict(
         algorithm=algorithm, corruption=kind, fraction=fraction, seed=seed,
         accuracy=summary['eval/accuracy'], loss=summary['eval/loss'],
         calls_per_round=summary['secure_average_calls'] / summary['rounds'],
         corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
-    ))
-  with open(os.path.join(output_dir, 'results.csv'), 'w', newline='') as f:
-    writer = csv.DictWriter(f, fieldnames=_FIELDS)
-    writer.writeheader()
-    writer.writerows(rows)
+    )
+    _append_row(output_dir, row)
+    finished[_run_key(row)] = row
+  rows = [finished[run] for run in runs]
   write_table(rows, os.path.join(output_dir, 'results.md'))
   plot(rows, os.path.join(output_dir, 'accuracy_vs_corruption.png'))
   print(f'wrote {output_dir}/results.csv, results.md, accuracy_vs_corruption.png')

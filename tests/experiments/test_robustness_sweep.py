@@ -45,3 +45,28 @@ def test_label_concentration_for_a_task_without_label_mixtures_is_a_usage_error(
   assert result.returncode != 0
   assert "--label_concentration applies to the tasks digits, not 'synthetic_regression'" in result.stderr
   assert not (tmp_path / 'robustness_sweep').exists()  # refused before the sweep started
+
+
+def _sweep(tmp_path, *flags):
+  return subprocess.run(
+      [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg', '--corruptions=omniscient',
+       '--update_fractions=0', '--client_epochs_per_round=1', f'--root_output_dir={tmp_path}',
+       '--experiment_name=s', *flags],
+      cwd=_REPO, capture_output=True, text=True, timeout=900,
+  )
+
+
+def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(tmp_path):
+  first = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
+  assert first.returncode == 0, first.stderr[-3000:]
+  with open(tmp_path / 's' / 'results.csv') as f:
+    seed0 = list(csv.DictReader(f))
+  grown = _sweep(tmp_path, '--seeds=0,1', '--total_rounds=1')
+  assert grown.returncode == 0, grown.stderr[-3000:]
+  assert 'resuming: 1 of 2 runs already in results.csv' in grown.stdout
+  with open(tmp_path / 's' / 'results.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert [r['seed'] for r in rows] == ['0', '1'] and rows[0] == seed0[0]
+  changed = _sweep(tmp_path, '--seeds=0,1', '--total_rounds=2')
+  assert changed.returncode != 0
+  assert '--total_rounds was 1, now 2' in changed.stderr and 'give a new --experiment_name' in changed.stderr

@@ -60,7 +60,8 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
       num_passes: histogram passes (secure-average calls) per aggregation, an integer >= 1.
       num_bins: bins per pass B, an integer >= 2; each client sends B + 2 numbers per pass.
       mean_factory: a `tff.aggregators.WeightedAggregationFactory` for every pass, e.g. a
-        `SecureSumFactory`-backed `MeanFactory` (the entries are in [0, 1]); defaults to
+        `SecureSumFactory`-backed `MeanFactory` (the entries are in [0, 1], so the weighted entries that its
+        value sum receives are in [0, largest weight]); defaults to
         `tff.aggregators.MeanFactory(no_nan_division=True)`.
 
     Raises:

@@ -5,8 +5,8 @@ r"""Cost of Delta-FL relative to FedAvg, measured side by side in one process.
 Round time of FedAvg and of Delta-FL (conformity level 0.5) with the exact and the secure quantile, on
 the same task, cohort and initial model, rounds interleaved; reports the medians, the ratios to FedAvg and
 the secure-average calls per round of each. Delta-FL adds one forward pass over each device's data (the
-loss of the broadcast model) and, with the secure quantile, `quantile_passes` secure averages of two
-scalars; devices that fail the filter skip local training, so a round can also be cheaper.
+loss of the broadcast model) and, with the secure quantile, `quantile_passes` secure averages (the histogram
+search: 258 indicators per device); devices that fail the filter skip local training, so a round can also be cheaper.
 Ratios, not absolute times, are the result: absolute times depend on the machine.
 """
 

@@ -16,6 +16,8 @@ alike and the ratios are fair; absolute times depend on the machine.
    10 to 1000 clients, beside two floors of TFF's per-client cost, with a profile of where the time goes.
 3. `model_size` (`benchmarks/scaling_model_size.py`): aggregation alone of client updates of 10^4 to 10^7
    parameters, every robust aggregator against the weighted mean, time and peak memory.
+4. `quantile_passes` (`benchmarks/quantile_passes.py`): Delta-FL's secure quantile, passes per round against
+   agreement with the exact filter, MM against the histogram search (NumPy references, seconds).
 
 Each section's module docstring says exactly what it measures and how.
 """
@@ -30,6 +32,7 @@ from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import  (before absl.app.run: Keras)
 
+from benchmarks import quantile_passes  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_algorithms  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_cohorts  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_model_size  # pylint: disable=g-import-not-at-top
@@ -37,7 +40,7 @@ from benchmarks import scaling_report  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
 
 SECTIONS = {'algorithms': scaling_algorithms.section, 'cohorts': scaling_cohorts.section,
-            'model_size': scaling_model_size.section}
+            'model_size': scaling_model_size.section, 'quantile_passes': quantile_passes.section}
 _DEFAULT_OUTPUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results.md')
 
 _SECTIONS = flags.DEFINE_multi_enum('sections', list(SECTIONS), list(SECTIONS), 'Sections to run (repeatable).')

@@ -22,8 +22,8 @@ from tff_robust.simulation import task_names
 
 # The library's constants (see the module docstring): `delta_fl`, `fedplus`, `delta_median`, `channels`,
 # `mtfeel`, `dde`, `simulation.corruption` and `aggregators.update_corruption`.
-QUANTILE_METHODS = ('exact', 'secure')
-DEFAULT_QUANTILE_PASSES = 30
+QUANTILE_METHODS = ('exact', 'secure', 'secure_mm')
+DEFAULT_QUANTILE_PASSES = 2
 DEFAULT_FEDPLUS_DELTA = 0.1
 FEDPLUS_SOLVERS = ('irls', 'fixed_point')
 DEFAULT_FEDPLUS_MAX_ITERATIONS = 30
@@ -97,10 +97,12 @@ CONFORMITY_LEVEL = flags.DEFINE_float(
 )
 QUANTILE_METHOD = flags.DEFINE_enum(
     'quantile_method', 'exact', QUANTILE_METHODS,
-    'delta_fl: exact (losses gathered, Algorithm 2) or secure (MM by secure averages, Algorithm 3).',
+    'delta_fl: exact (losses gathered, Algorithm 2), secure (histogram search by secure averages) or '
+    'secure_mm (MM by secure averages, Algorithm 3).',
 )
 flags.DEFINE_integer(
-    'quantile_passes', DEFAULT_QUANTILE_PASSES, 'delta_fl secure quantile: MM passes per round.',
+    'quantile_passes', DEFAULT_QUANTILE_PASSES, 'delta_fl secure quantile: secure passes per round (secure_mm needs 30 for the same '
+    'filter agreement).',
     lower_bound=1,
 )
 THRESHOLD_PERIOD = flags.DEFINE_integer(

@@ -33,6 +33,7 @@ from tff_robust.aggregators import centered_clipping
 from tff_robust.aggregators import channels
 from tff_robust.aggregators import delta_median
 from tff_robust.aggregators import geometric_median
+from tff_robust.aggregators import histogram_quantile
 from tff_robust.aggregators import nearest_neighbor_mixing
 from tff_robust.aggregators import quantile
 from tff_robust.aggregators import sign_vote
@@ -135,6 +136,12 @@ _SPECS = {
         ('identical', 'single', 'symmetric', 'zero'),
         scalar=True,
         slack=0.01,  # the smoothed MM fixed point lies within nu = 1e-2 max(|c|, d) of c
+    ),
+    'secure_histogram_quantile': _Spec(
+        lambda: histogram_quantile.SecureHistogramQuantileFactory(0.5),
+        ('identical', 'single', 'symmetric', 'zero'),
+        scalar=True,
+        slack=0.03,  # the lower edge of a bin of width 2T / 256^2 in asinh(x) (T = 710 for float64) below c
     ),
     'update_corruption_omniscient': _Spec(
         lambda: update_corruption.UpdateCorruptionFactory(

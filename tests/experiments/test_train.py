@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.experiments import train_runs
+from tff_robust.processes import delta_fl
 from tff_robust.simulation import corruption
 from tff_robust.simulation import tasks
 
@@ -97,7 +98,8 @@ def test_delta_fl_with_the_secure_quantile_reports_per_device_distributions(tmp_
   summary, rows = train_runs.outputs(tmp_path)
   assert {'eval/error_mean', 'eval/error_p90', 'eval/loss_p90', 'train/loss_p90'} <= set(summary)
   assert summary['eval/error_p90'] >= summary['eval/error_p50']
-  assert summary['secure_average_calls'] == 4 * (1 + 30)  # the model mean + 30 quantile passes per round
+  # the model mean + the default quantile passes per round
+  assert summary['secure_average_calls'] == 4 * (1 + delta_fl.DEFAULT_QUANTILE_PASSES)
   assert all(0 < int(r['filter/num_kept']) <= 10 for r in rows)
   with open(tmp_path / 'run' / 'devices.csv') as f:
     devices = list(csv.DictReader(f))

@@ -174,6 +174,18 @@ def test_secure_quantile_takes_the_same_step_as_the_exact_one():
   assert exact_output.metrics['client_work']['filter']['secure_average_calls'] == 0
 
 
+def test_mm_quantile_takes_the_same_step_as_the_exact_one_and_reveals_no_loss():
+  data = [_dataset(x, y) for x, y in _regression_clients()]
+  exact, mm = _process(0.5), _process(0.5, 'secure_mm')
+  exact_output, mm_output = exact.next(exact.initialize(), data), mm.next(mm.initialize(), data)
+  assert mm_output.metrics['client_work']['filter']['num_kept'] == (
+      exact_output.metrics['client_work']['filter']['num_kept'])
+  np.testing.assert_allclose(
+      _weights(mm, mm_output.state), _weights(exact, exact_output.state), rtol=1e-5, atol=1e-6)
+  assert mm_output.metrics['client_work']['filter']['secure_average_calls'] == 30
+  assert privacy.non_secure_intrinsics(mm.next) == frozenset()
+
+
 def test_secure_variant_reveals_no_loss_or_update_and_the_exact_one_gathers():
   assert privacy.non_secure_intrinsics(_process(0.5, 'secure').next) == frozenset()
   assert privacy.non_secure_intrinsics(_process(0.5).next) == {'federated_aggregate'}

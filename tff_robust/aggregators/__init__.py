@@ -8,6 +8,7 @@ from tff_robust.aggregators.channels import ErrorFreeChannel
 from tff_robust.aggregators.channels import RayleighBPSKChannel
 from tff_robust.aggregators.channels import create_channel
 from tff_robust.aggregators.geometric_median import GeometricMedianFactory
+from tff_robust.aggregators.histogram_quantile import SecureHistogramQuantileFactory
 from tff_robust.aggregators.quantile import SecureQuantileFactory
 from tff_robust.aggregators.secure_geometric_median import SecureGeometricMedianFactory
 from tff_robust.aggregators.quantile import exact_quantile_factory

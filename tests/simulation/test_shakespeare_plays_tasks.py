@@ -93,6 +93,18 @@ def test_rfa_split_is_within_each_role_and_no_test_window_is_trained_on(plays):
     assert not {tuple(w) for w in test} & {tuple(w) for w in train}, role
 
 
+def test_rfa_evaluation_of_a_seeded_sample_of_roles_keeps_their_whole_test_parts(plays):
+  full = shakespeare_papers.create_rfa_task(shakespeare_source='plays', **_TRAINING)
+  sample = lambda: tasks.create_task('shakespeare_lstm_rfa', shakespeare_source='plays', max_evaluated_devices=3,
+                                     **_TRAINING)
+  task = sample()
+  evaluated = task.personal_test_data.client_ids
+  assert len(evaluated) == 3 and set(evaluated) < set(_eligible(plays)) and sample().personal_test_data.client_ids == evaluated
+  assert task.train_data.client_ids == _eligible(plays)  # training keeps every role
+  for role in evaluated:
+    np.testing.assert_array_equal(_windows(task.personal_test_data, role), _windows(full.personal_test_data, role))
+
+
 def test_rfa_split_is_fixed_by_split_seed(plays):
   split = lambda seed: [_windows(shakespeare_papers.create_rfa_task(split_seed=seed, **_TRAINING).train_data, role)
                         for role in _eligible(plays)]

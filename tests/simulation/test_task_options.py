@@ -74,7 +74,7 @@ def test_num_devices_sets_the_number_of_parties(name, num_devices):
 def test_max_evaluated_devices_caps_each_evaluated_group():
   every = tasks.create_task('emnist_linear_dfl', **_TRAINING, use_synthetic_data=True)
   capped = tasks.create_task('emnist_linear_dfl', **_TRAINING, use_synthetic_data=True, max_evaluated_devices=2)
-  sizes = lambda task: {name: len(datasets) for name, datasets in task.device_evaluator._datasets.items()}
+  sizes = lambda task: {name: len(group.client_data.client_ids) for name, group in task.device_evaluator._groups.items()}
   assert sizes(every) == {'train': 3, 'eval': 3} and sizes(capped) == {'train': 2, 'eval': 2}
 
 

@@ -27,7 +27,8 @@ LABEL_FLIPPING_TASK_NAMES = (
 #   l2_regularization: lambda >= 0 of the linear models' (lambda/2)||w||^2 (Delta-FL, notes §3.4);
 #   num_devices: the number of devices N (the Fed+ tasks' parties, the RFA EMNIST writers sampled);
 #   split_seed: the seed of the task's data draw or train/test split (held fixed by the papers);
-#   max_evaluated_devices: cap of each device group evaluated one by one (Delta-FL's by-device split);
+#   max_evaluated_devices: cap of each device group evaluated (Delta-FL's by-device split; RFA Shakespeare's
+#     test parts);
 #   label_concentration: Dirichlet concentration of digits' per-client label mixtures (large: near-uniform);
 #   validation_fraction: share of each digits (or Fed+ digits party's) training examples that replaces the
 #     held-out data in evaluation;
@@ -58,7 +59,7 @@ _BUILDER_ARGUMENTS = {
     'emnist_cnn_rfa': _same_names('num_devices'),
     'emnist_linear_dfl': _same_names('split_seed', 'l2_regularization', 'max_evaluated_devices'),
     'emnist_cnn_dfl': _same_names('split_seed', 'max_evaluated_devices'),
-    'shakespeare_lstm_rfa': _same_names('split_seed', 'shakespeare_source'),
+    'shakespeare_lstm_rfa': _same_names('split_seed', 'max_evaluated_devices', 'shakespeare_source'),
     'shakespeare_gru_dfl': _same_names('split_seed', 'max_evaluated_devices', 'shakespeare_source'),
 }
 

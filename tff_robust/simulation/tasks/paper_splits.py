@@ -75,11 +75,14 @@ def _pooled_evaluator(model_fn, client_data) -> evaluation.CentralizedEvaluator:
 def within_device_task(
     name: str, model_fn, train_data, test_data, corrupt_train: Callable, *, client_epochs: int,
     client_batch_size: int, seed: int, flip_labels: Optional[Callable] = None,
+    max_evaluated_devices: Optional[int] = None,
 ) -> base.Task:
   """RFA's split: each device trains on `train_data` and is tested on its own `test_data` (same ids);
-  `evaluate` is the pooled test accuracy (App. D.3: per-device accuracies weighted by test examples)."""
+  `evaluate` is the pooled test accuracy (App. D.3: per-device accuracies weighted by test examples) over
+  every device, or over a seeded sample of `max_evaluated_devices` devices (the personal evaluation too)."""
   if sorted(train_data.client_ids) != sorted(test_data.client_ids):
     raise ValueError('a split within devices needs the same devices in train and test data')
+  test_data = _sampled(test_data, max_evaluated_devices)
   return base.Task(
       name, model_fn, train_data,
       preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),

@@ -176,8 +176,10 @@ def _load(shakespeare_source: str, cache_dir: Optional[str], use_synthetic_data:
 def create_rfa_task(
     *, client_epochs: int, client_batch_size: int, seed: int, cache_dir: Optional[str] = None,
     use_synthetic_data: bool = False, split_seed: int = 0, shakespeare_source: str = 'plays',
+    max_evaluated_devices: Optional[int] = None,
 ) -> base.Task:
-  """`shakespeare_lstm_rfa`: roles with >= 100 examples, each split 90% / 10% within itself."""
+  """`shakespeare_lstm_rfa`: roles with >= 100 examples, each split 90% / 10% within itself; every role's test
+  part is evaluated, or those of a seeded sample of `max_evaluated_devices` roles."""
   role_windows, counts = _load(shakespeare_source, cache_dir, use_synthetic_data)
   roles = paper_splits.devices_with_enough_examples(counts)
   part = lambda train: tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
@@ -189,6 +191,7 @@ def create_rfa_task(
   return paper_splits.within_device_task(
       'shakespeare_lstm_rfa', model_fn, part(True), part(False), reverse_windows,
       client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed,
+      max_evaluated_devices=max_evaluated_devices,
   )
 
 

@@ -103,6 +103,19 @@ def test_indexed_batches_are_each_devices_own_batches_in_order():
     np.testing.assert_array_equal(batch['y'], y_batch)
 
 
+def test_indexed_batches_keep_a_tuple_batch_as_one_tuple():
+  """TFF's baseline tasks batch (x, y) tuples, which `Dataset.map` passes as two arguments."""
+  x = np.arange(sum(_DEVICE_SIZES.values()), dtype=np.float32)
+  _, client_data = _devices_of_sizes(x, x.astype(np.int32))
+  as_tuples = lambda dataset: dataset.map(lambda example: (example['x'], example['y'])).batch(_EVAL_BATCH)
+  batches = list(evaluation.indexed_batches(evaluation.DeviceGroup(client_data, as_tuples, weighted=False))
+                 .as_numpy_iterator())
+  assert [index for index, _ in batches] == [0, 0, 2, 3, 4, 5, 5, 5]
+  for _, (x_batch, y_batch) in batches:
+    np.testing.assert_array_equal(x_batch.astype(np.int32), y_batch)
+  np.testing.assert_array_equal(np.concatenate([x_batch for _, (x_batch, _) in batches]), x)
+
+
 def test_one_pass_evaluation_equals_numpy_and_device_by_device_for_an_mlp():
   rng = np.random.default_rng(0)
   x = rng.normal(size=(sum(_DEVICE_SIZES.values()), digits.NUM_FEATURES)).astype(np.float32)

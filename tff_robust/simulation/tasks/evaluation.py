@@ -199,7 +199,8 @@ def indexed_batches(group: DeviceGroup) -> tf.data.Dataset:
 
   One dataset for the whole group, built from the client data's `serializable_dataset_fn` inside a
   `flat_map`: no per-device dataset is built in Python (which costs tens of milliseconds per device). A
-  device's batches are `group.preprocess` of its data alone, so no batch mixes two devices.
+  device's batches are `group.preprocess` of its data alone, so no batch mixes two devices. A batch that is a
+  tuple (`(x, y)`, as TFF's baseline tasks batch) stays one tuple.
   """
   client_ids = list(group.client_data.client_ids)
   dataset_of = group.client_data.serializable_dataset_fn
@@ -207,7 +208,9 @@ def indexed_batches(group: DeviceGroup) -> tf.data.Dataset:
       (tf.range(len(client_ids)), tf.constant(client_ids, tf.string))
   )
   return indices_and_ids.flat_map(
-      lambda index, client_id: group.preprocess(dataset_of(client_id)).map(lambda batch: (index, batch))
+      lambda index, client_id: group.preprocess(dataset_of(client_id)).map(
+          lambda *batch: (index, batch if len(batch) > 1 else batch[0])
+      )
   )
 
 

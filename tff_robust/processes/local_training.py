@@ -44,7 +44,11 @@ def train_locally(
   `metrics` are the model's unfinalized metrics, accumulated on top of what the model already holds.
 
   Weights are assigned, the batches run and the metrics read inside one `tf.function`, so that the
-  assignments are ordered before the forward passes in graph mode.
+  assignments are ordered before the forward passes in graph mode. The batches run in `dataset.reduce`, as
+  TFF's own client work does: an autograph `for batch in dataset` loop becomes a scan dataset whose function
+  is the whole training step, and tf.data rewrites (Grappler) that dataset graph at every client call, which
+  cost ~25 ms per client in TFF's worker (3 x a FedAvg round on `digits`, issue 23); `reduce` rewrites only
+  the client's own dataset.
 
   Raises:
     ValueError: unless `anchor` comes with exactly one of `kappa` and `proximal_strength`, or none is given.
@@ -60,9 +64,9 @@ def train_locally(
     model_weights = tff.learning.models.ModelWeights.from_model(model)
     tf.nest.map_structure(lambda variable, value: variable.assign(value), model_weights, start)
     trainable = model_weights.trainable
-    optimizer_state = optimizer.initialize(tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable))
-    num_examples = tf.constant(0, tf.int64)
-    for batch in dataset:
+
+    def train_on_batch(loop_state, batch):
+      num_examples, optimizer_state = loop_state
       with tf.GradientTape() as tape:
         output = model.forward_pass(batch, training=True)
       gradients = tape.gradient(output.loss, trainable)
@@ -72,7 +76,10 @@ def train_locally(
       if kappa is not None:
         stepped = tf.nest.map_structure(lambda w, a: kappa * w + (1.0 - kappa) * a, list(stepped), list(anchor))
       tf.nest.map_structure(lambda variable, value: variable.assign(value), list(trainable), list(stepped))
-      num_examples += tf.cast(output.num_examples, tf.int64)
+      return num_examples + tf.cast(output.num_examples, tf.int64), optimizer_state
+
+    optimizer_state = optimizer.initialize(tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable))
+    num_examples, _ = dataset.reduce((tf.constant(0, tf.int64), optimizer_state), train_on_batch)
     return (
         tuple(tf.identity(v) for v in trainable),
         num_examples,

@@ -51,6 +51,9 @@ def losses_and_gradients(model: tff.learning.models.VariableModel, stacked, indi
   Returns:
     (losses [len(indices)], gradients: list like the trainable weights, each [len(indices), ...],
     number of examples as float32).
+
+  The batches run in `dataset.reduce` rather than an autograph `for batch in dataset` loop, whose scan dataset
+  tf.data would rewrite, training step included, at every client call (see `local_training.train_locally`).
   """
 
   @tf.function
@@ -60,10 +63,9 @@ def losses_and_gradients(model: tff.learning.models.VariableModel, stacked, indi
     count = tf.size(indices)
     selected = [tf.gather(values, indices) for values in stacked_trainable]
     selected_non_trainable = [tf.gather(values, indices) for values in stacked_non_trainable]
-    loss_sums = tf.zeros([count])
-    gradient_sums = tuple(tf.zeros_like(values) for values in selected)
-    num_examples = tf.constant(0.0)
-    for batch in dataset:  # one pass over the data; every model on each batch
+
+    def add_batch(sums, batch):  # one pass over the data; every model on each batch
+      loss_sums, gradient_sums, num_examples = sums
       batch_examples = tf.constant(0.0)
       batch_losses = tf.TensorArray(tf.float32, size=count)
       batch_gradients = [tf.TensorArray(v.dtype, size=count) for v in trainable]
@@ -78,9 +80,15 @@ def losses_and_gradients(model: tff.learning.models.VariableModel, stacked, indi
         batch_examples = tf.cast(output.num_examples, tf.float32)
         batch_losses = batch_losses.write(position, batch_examples * tf.cast(output.loss, tf.float32))
         batch_gradients = [array.write(position, batch_examples * g) for array, g in zip(batch_gradients, gradients)]
-      loss_sums += batch_losses.stack()
-      gradient_sums = tuple(s + array.stack() for s, array in zip(gradient_sums, batch_gradients))
-      num_examples += batch_examples
+      return (
+          loss_sums + batch_losses.stack(),
+          tuple(s + array.stack() for s, array in zip(gradient_sums, batch_gradients)),
+          num_examples + batch_examples,
+      )
+
+    loss_sums, gradient_sums, num_examples = dataset.reduce(
+        (tf.zeros([count]), tuple(tf.zeros_like(values) for values in selected), tf.constant(0.0)), add_batch
+    )
     return (
         tf.math.divide_no_nan(loss_sums, num_examples),
         [tf.math.divide_no_nan(s, num_examples) for s in gradient_sums],

@@ -18,12 +18,11 @@ import sys
 
 import pytest
 
-_REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parent.parent
 _PYTHON = '.venv/bin/python'
 _LOOP = re.compile(r'for (\w+) in ([^;]+);')
 
-# Every module the README runs, and a test that runs it end to end (benchmarks: none, they take minutes by
-# design; their flags are checked here).
+# Every module the README runs, and a test that runs it end to end (the benchmarks shrunk to one round).
 _RUN_BY = {
     'pytest': None,
     'experiments.train': 'tests/experiments/test_train_defaults.py',
@@ -33,13 +32,13 @@ _RUN_BY = {
     'experiments.mtfeel_sweep': 'tests/experiments/test_mtfeel_sweep.py',
     'experiments.paper_report': 'tests/experiments/test_convergence_curves.py',
     'tff_robust.simulation.worker_service': 'tests/experiments/test_remote_workers.py',
-    'benchmarks.scaling': None,
-    'benchmarks.rfa_cost': None,
-    'benchmarks.delta_fl_cost': None,
-    'benchmarks.fedplus_cost': None,
-    'benchmarks.mtfeel_cost': None,
-    'benchmarks.isolation_cost': None,
-    'benchmarks.defence_cost': None,
+    'benchmarks.scaling': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.rfa_cost': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.delta_fl_cost': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.fedplus_cost': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.mtfeel_cost': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.isolation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.defence_cost': 'tests/benchmarks/test_readme_benchmarks.py',
 }
 
 
@@ -88,14 +87,14 @@ def test_the_command_reader_binds_loops_and_joins_continuations():
                              ('benchmarks.scaling', []), ('x.y', ['--n=$a'])]
 
 
-def _readme_commands() -> list[tuple[str, list[str]]]:
-  return _commands((_REPO / 'README.md').read_text())
+def readme_commands() -> list[tuple[str, list[str]]]:
+  return _commands((REPO / 'README.md').read_text())
 
 
 def test_every_binary_the_readme_runs_is_known_and_its_end_to_end_test_exists():
-  modules = {module for module, _ in _readme_commands()}
+  modules = {module for module, _ in readme_commands()}
   assert modules == set(_RUN_BY)
-  assert [test for test in _RUN_BY.values() if test and not (_REPO / test).exists()] == []
+  assert [test for test in _RUN_BY.values() if test and not (REPO / test).exists()] == []
 
 
 _PARSE_SCRIPT = '''
@@ -117,7 +116,7 @@ print(json.dumps(errors))
 
 def _flags_by_module() -> dict:
   by_module = collections.defaultdict(list)
-  for module, argv in _readme_commands():
+  for module, argv in readme_commands():
     if module != 'pytest':
       by_module[module].append(argv)
   return dict(by_module)
@@ -126,7 +125,7 @@ def _flags_by_module() -> dict:
 @pytest.mark.parametrize('module', sorted(set(_RUN_BY) - {'pytest'}))
 def test_every_readme_command_of_a_binary_parses_with_its_flags(module):
   argvs = _flags_by_module()[module]
-  result = subprocess.run([sys.executable, '-c', _PARSE_SCRIPT, module, json.dumps(argvs)], cwd=_REPO,
+  result = subprocess.run([sys.executable, '-c', _PARSE_SCRIPT, module, json.dumps(argvs)], cwd=REPO,
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'})
   assert result.returncode == 0, result.stderr[-3000:]
@@ -136,13 +135,13 @@ def test_every_readme_command_of_a_binary_parses_with_its_flags(module):
 def test_a_stale_flag_is_caught():
   result = subprocess.run(
       [sys.executable, '-c', _PARSE_SCRIPT, 'experiments.train', json.dumps([['--no_such_flag=1'], ['--task=nope']])],
-      cwd=_REPO, capture_output=True, text=True, timeout=600, env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'})
+      cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'})
   errors = json.loads(result.stdout.strip().splitlines()[-1])
   assert len(errors) == 2 and 'no_such_flag' in errors[0] and 'nope' in errors[1]
 
 
 def test_the_readme_help_command_prints_the_flags():
   """absl's help flags exit with status 1 after printing (`absl.flags._helpers`), before TensorFlow loads."""
-  result = subprocess.run([sys.executable, '-m', 'experiments.train', '--helpfull'], cwd=_REPO,
+  result = subprocess.run([sys.executable, '-m', 'experiments.train', '--helpfull'], cwd=REPO,
                           capture_output=True, text=True, timeout=600)
   assert result.returncode == 1 and '--task' in result.stdout and '--corruption' in result.stdout

@@ -1,0 +1,38 @@
+"""Every benchmark command of the README runs to its ratio line, shrunk to one timed round on digits, and
+`benchmarks.scaling` to its `--quick` smoke run into a temporary file (the README's own flags first, then the
+shrinking ones: later flags win)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests import test_readme_examples
+
+# Flags that shrink each benchmark to seconds; the ratio line each prints.
+_SHRUNK = {
+    'benchmarks.scaling': (['--quick', '--noperf', '--output={tmp_path}/results.md'], 'Wrote {tmp_path}/results.md'),
+    'benchmarks.rfa_cost': (['--rounds=1', '--task=digits', '--aggregation_clients=3', '--aggregation_dimension=10',
+                             '--aggregation_repeats=1'], 'RFA / FedAvg'),
+    'benchmarks.delta_fl_cost': (['--rounds=1'], 'delta_fl_secure'),
+    'benchmarks.fedplus_cost': (['--rounds=1', '--store_parameters=1000'], 'fedplus_avg'),
+    'benchmarks.mtfeel_cost': (['--rounds=1'], 'signsgd'),
+    'benchmarks.isolation_cost': (['--rounds=1', '--task=digits', '--algorithms=fedavg'], 'fedavg'),
+    'benchmarks.defence_cost': (['--rounds=1', '--task=digits'], 'centered_clipping'),
+}
+
+
+def test_every_readme_benchmark_is_shrunk_here():
+  readme = {module for module, _ in test_readme_examples.readme_commands() if module.startswith('benchmarks.')}
+  assert readme == set(_SHRUNK)
+
+
+@pytest.mark.parametrize('module', sorted(_SHRUNK))
+def test_the_readme_benchmark_runs_shrunk(module, tmp_path):
+  (argv,) = [argv for name, argv in test_readme_examples.readme_commands() if name == module]
+  shrink, expected = _SHRUNK[module]
+  shrink = [flag.format(tmp_path=tmp_path) for flag in shrink]
+  result = subprocess.run([sys.executable, '-m', module, *argv, *shrink], cwd=test_readme_examples.REPO,
+                          capture_output=True, text=True, timeout=900)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert expected.format(tmp_path=tmp_path) in result.stdout

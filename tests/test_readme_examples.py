@@ -122,21 +122,22 @@ def _flags_by_module() -> dict:
   return dict(by_module)
 
 
-@pytest.mark.parametrize('module', sorted(set(_RUN_BY) - {'pytest'}))
-def test_every_readme_command_of_a_binary_parses_with_its_flags(module):
-  argvs = _flags_by_module()[module]
+def _parse_errors(module: str, argvs: list[list[str]]) -> list[str]:
+  """The flag errors of each argv parsed by `module`'s absl flags, in a fresh interpreter."""
   result = subprocess.run([sys.executable, '-c', _PARSE_SCRIPT, module, json.dumps(argvs)], cwd=REPO,
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'})
   assert result.returncode == 0, result.stderr[-3000:]
-  assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+  return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize('module', sorted(set(_RUN_BY) - {'pytest'}))
+def test_every_readme_command_of_a_binary_parses_with_its_flags(module):
+  assert _parse_errors(module, _flags_by_module()[module]) == []
 
 
 def test_a_stale_flag_is_caught():
-  result = subprocess.run(
-      [sys.executable, '-c', _PARSE_SCRIPT, 'experiments.train', json.dumps([['--no_such_flag=1'], ['--task=nope']])],
-      cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'})
-  errors = json.loads(result.stdout.strip().splitlines()[-1])
+  errors = _parse_errors('experiments.train', [['--no_such_flag=1'], ['--task=nope']])
   assert len(errors) == 2 and 'no_such_flag' in errors[0] and 'nope' in errors[1]
 
 

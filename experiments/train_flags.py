@@ -445,12 +445,19 @@ def output_dir() -> str:
   return os.path.join(ROOT_OUTPUT_DIR.value, experiment_name())
 
 
+def _defining_flags() -> list:
+  """The flags of this module outside NON_DEFINING_FLAGS."""
+  return [flag for flag in flags.FLAGS.get_flags_for_module(__name__) if flag.name not in NON_DEFINING_FLAGS]
+
+
 def defining_settings() -> dict:
-  """{flag name: value} of every flag of this module outside NON_DEFINING_FLAGS (unset ones: their default)."""
-  return {
-      flag.name: flag.value for flag in flags.FLAGS.get_flags_for_module(__name__)
-      if flag.name not in NON_DEFINING_FLAGS
-  }
+  """{flag name: value} of every defining flag (unset ones: their default)."""
+  return {flag.name: flag.value for flag in _defining_flags()}
+
+
+def defining_defaults() -> dict:
+  """{flag name: default value} of every defining flag."""
+  return {flag.name: flag.default for flag in _defining_flags()}
 
 
 def check_root_output_dir() -> None:
@@ -475,7 +482,7 @@ def check_run_directory() -> None:
   if OVERWRITE.value:
     return
   try:
-    run_settings.check_same_run(output_dir(), defining_settings())
+    run_settings.check_same_run(output_dir(), defining_settings(), defining_defaults())
   except run_settings.SettingsMismatch as error:
     raise Refusal(
         f'{error}; to start afresh pass --overwrite (deletes {output_dir()}) or choose another --experiment_name'

@@ -30,6 +30,8 @@ fi
 
 if [ "${SKIP_MAIN_JOB:-0}" != "1" ]; then
   echo "setup: running the main job (RFA on the offline digits task)..."
+  # --overwrite: this directory is set-up's own; a run left there by an earlier set-up (perhaps of another
+  # version, with other flags) is replaced rather than refused.
   .venv/bin/python -m experiments.train --task=digits --algorithm=rfa \
-    --root_output_dir=/tmp/tff_robust_runs --experiment_name=setup_rfa_digits
+    --root_output_dir=/tmp/tff_robust_runs --experiment_name=setup_rfa_digits --overwrite
 fi

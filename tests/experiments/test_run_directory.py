@@ -24,6 +24,12 @@ def test_a_run_resumes_only_under_the_settings_it_was_started_with(tmp_path):
     with open(tmp_path / 'run' / 'summary.json') as f:
       assert f.read() == summary  # the run is untouched
 
+  # A run recorded before a flag existed (an older version of the package) resumes when the flag is at its default.
+  with open(tmp_path / 'run' / 'run_settings.json') as f:
+    recorded = json.load(f)
+  del recorded['bucket_size']
+  with open(tmp_path / 'run' / 'run_settings.json', 'w') as f:
+    json.dump(recorded, f)
   continued = train_runs.train(tmp_path, *_FLAGS, '--algorithm=rfa', '--total_rounds=3', '--rounds_per_eval=3')
   assert continued.returncode == 0, continued.stderr[-3000:]
   assert 'resumed from round 2 of 3' in continued.stdout

@@ -26,6 +26,16 @@ def test_the_recorded_settings_admit_the_same_settings_only(tmp_path):
     run_settings.check_same_run(str(tmp_path / 'run'), {k: v for k, v in _SETTINGS.items() if k != 'algorithm'})
 
 
+def test_a_flag_added_after_the_record_is_admitted_at_its_default_only(tmp_path):
+  run_settings.record(str(tmp_path / 'run'), _SETTINGS)
+  defaults = {'algorithm': 'fedavg', 'bucket_size': 2}
+  run_settings.check_same_run(str(tmp_path / 'run'), {**_SETTINGS, 'bucket_size': 2}, defaults)
+  with pytest.raises(run_settings.SettingsMismatch, match=r'\(--bucket_size was absent, now 3\)$'):
+    run_settings.check_same_run(str(tmp_path / 'run'), {**_SETTINGS, 'bucket_size': 3}, defaults)
+  with pytest.raises(run_settings.SettingsMismatch, match=r'\(--algorithm was "rfa", now "fedavg"\)$'):
+    run_settings.check_same_run(str(tmp_path / 'run'), {**_SETTINGS, 'algorithm': 'fedavg'}, defaults)
+
+
 def test_checkpoints_without_recorded_settings_and_an_unreadable_record_are_refused(tmp_path):
   (tmp_path / 'old_run' / 'checkpoints').mkdir(parents=True)
   with pytest.raises(run_settings.SettingsMismatch, match='checkpoints of a run whose settings were not recorded'):

@@ -4,6 +4,8 @@ A run's directory holds one run. `record` writes its settings ({runner flag name
 `run_settings.json`; `check_same_run` raises `SettingsMismatch`, naming every flag whose value differs, when a
 command with other settings would resume (or overwrite) it. A directory with checkpoints (`<dir>/checkpoints`)
 but no record holds a run whose settings are unknown and is refused too; one with neither holds no run.
+A flag the record lacks (one added by a later version of the package) is admitted at its default value, which
+keeps the recorded run's meaning; at any other value it is a difference like any other.
 
 Imports no TensorFlow: the runner checks its directory before loading it.
 """
@@ -33,8 +35,12 @@ def record(run_dir: str, settings: dict) -> None:
   os.replace(path + '.tmp', path)
 
 
-def check_same_run(run_dir: str, settings: dict) -> None:
-  """Raises SettingsMismatch unless `run_dir` holds no run, or a run recorded with exactly `settings`."""
+def check_same_run(run_dir: str, settings: dict, defaults: dict | None = None) -> None:
+  """Raises SettingsMismatch unless `run_dir` holds no run, or a run recorded with `settings`.
+
+  `defaults` ({flag name: default value}) admits a flag missing from the record when `settings` gives it its
+  default: the run was recorded before that flag existed, and the default is what it ran with.
+  """
   path = os.path.join(run_dir, FILENAME)
   if not os.path.exists(path):
     if os.path.isdir(os.path.join(run_dir, _CHECKPOINTS)):
@@ -46,10 +52,14 @@ def check_same_run(run_dir: str, settings: dict) -> None:
   except (OSError, ValueError) as error:
     raise SettingsMismatch(f'{path} cannot be read ({error})') from None
   given = _as_json(settings)
+  added_at_default = {
+      name for name, value in _as_json(defaults or {}).items()
+      if name not in recorded and name in given and given[name] == value
+  }
   shown = lambda values, name: json.dumps(values[name]) if name in values else 'absent'
   differing = [
       f'--{name} was {shown(recorded, name)}, now {shown(given, name)}'
-      for name in sorted(set(recorded) | set(given))
+      for name in sorted((set(recorded) | set(given)) - added_at_default)
       if name not in recorded or name not in given or recorded[name] != given[name]
   ]
   if differing:

@@ -1,4 +1,5 @@
-"""Memory peaks, CPU time and `perf` profiles of this process and of the TFF worker, read from Linux's /proc.
+"""Memory peaks, CPU time, busy overlap, CPU pinning and `perf` profiles of this process and of TFF workers,
+read from Linux's /proc.
 
 Used by `benchmarks.scaling`. The computations run in the TFF `worker_binary` subprocess (see
 `tff_robust.simulation.execution_context`), so its memory and CPU are read from /proc/<worker pid>:
@@ -20,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from typing import Callable, Optional, Sequence, Union
 
@@ -182,3 +184,50 @@ def _categorise(script_output: str, categories: Sequence[tuple]) -> tuple:
     label = next((label for label, pattern in patterns if pattern.search(stack)), 'other')
     counts[label] += 1
   return samples, {label: count / max(samples, 1) for label, count in counts.items()}
+
+
+def pin_to_cores(pid: int, cores: set) -> None:
+  """Restricts every thread of `pid` to `cores` (what `taskset -a -p` does); threads it starts later inherit it."""
+  for thread in os.listdir(f'/proc/{pid}/task'):
+    os.sched_setaffinity(int(thread), cores)
+
+
+class BusyOverlap:
+  """Samples the CPU time of several processes every `interval` seconds while it is entered (a `with` block).
+
+  A process is busy in a sample when its CPU time (clock ticks of /proc/<pid>/stat) grew since the previous
+  sample. `both_busy` / `any_busy` counts the samples in which every process was busy / at least one was, so
+  `overlap = both_busy / any_busy` is the fraction of the busy time during which all ran at once: near 0 for
+  processes that take turns, near 1 for processes that run in parallel all along.
+  """
+
+  def __init__(self, pids: Sequence[int], interval: float = 0.02):
+    self._pids = list(pids)
+    self._interval = interval
+    self.both_busy = 0
+    self.any_busy = 0
+    self._stop = None
+    self._thread = None
+
+  def _sample(self) -> None:
+    previous = [cpu_seconds(pid) for pid in self._pids]
+    while not self._stop.wait(self._interval):
+      current = [cpu_seconds(pid) for pid in self._pids]
+      busy = [now > before for now, before in zip(current, previous)]
+      self.both_busy += all(busy)
+      self.any_busy += any(busy)
+      previous = current
+
+  def __enter__(self):
+    self._stop = threading.Event()
+    self._thread = threading.Thread(target=self._sample, daemon=True)
+    self._thread.start()
+    return self
+
+  def __exit__(self, *exc_info):
+    self._stop.set()
+    self._thread.join()
+
+  @property
+  def overlap(self) -> float:
+    return self.both_busy / self.any_busy if self.any_busy else float('nan')

@@ -15,14 +15,17 @@ deployment.
 Remote execution (`set_remote_execution_context`) uses TFF's own runtime pieces: one address runs every
 computation on that executor service (`tff.framework.RemoteExecutor` over gRPC); several addresses shard each
 round's cohort over them with TFF's `tff.framework.MergeableCompExecutionContext`, which splits a computation
-at its aggregation, runs the client-side part of each shard on its own worker and merges the partial
-aggregates. TFF can split only a computation whose aggregations do not depend on one another
+at its aggregation, runs the client-side part of each shard on its own worker, all shards at once (each in a
+thread of its own: `_ThreadedShardContext`), and merges the partial aggregates. TFF can split only a computation whose aggregations do not depend on one another
 (`check_shardable`): FedAvg and the gather-based baselines qualify; the robust aggregators that are a
 sequence of secure averages (RFA's Weiszfeld passes, Delta-FL's quantile, Fed+'s delta-medians) do not.
 Start a worker with `python -m tff_robust.simulation.worker_service --port=PORT`.
 """
 
+import asyncio
 import atexit
+import collections
+import concurrent.futures
 import gc
 import os
 import select
@@ -298,15 +301,35 @@ def _compile_to_shards(computation) -> tff.framework.MergeableCompForm:
   )
 
 
+class _ThreadedShardContext(tff.framework.AsyncContext):
+  """One worker's shard as an async context whose `invoke` runs in a thread of its own.
+
+  TFF's `RemoteExecutorGrpcStub` makes blocking gRPC calls inside its coroutines, so the shards of
+  `MergeableCompExecutionContext`, coroutines on one event loop, would run one after another. Here each shard
+  is a `SyncExecutionContext` (its own event loop, in its own thread) called from a one-thread pool: while one
+  shard's call blocks, the others' proceed, and the workers compute at once.
+  """
+
+  def __init__(self, context: tff.framework.SyncExecutionContext):
+    self._context = context
+    self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix='tff_shard')
+
+  async def invoke(self, comp, arg):
+    return await asyncio.get_running_loop().run_in_executor(self._thread, self._context.invoke, comp, arg)
+
+
 class _ShardingContext(tff.framework.MergeableCompExecutionContext):
   """TFF's mergeable-computation context, returning results in the computation's own Python containers.
 
   Compilation to `MergeableCompForm` drops the Python containers of the result type (a `LearningProcessOutput`
-  comes back as an `OrderedDict`); they are restored from the original computation's type signature.
+  comes back as an `OrderedDict`); they are restored from the original computation's type signature. A result
+  that is no container (a tensor) is returned as it is.
   """
 
   def invoke(self, comp, arg=None):
-    result = tff.structure.from_container(super().invoke(comp, arg), recursive=True)
+    result = super().invoke(comp, arg)
+    if isinstance(result, (collections.abc.Mapping, list, tuple)):
+      result = tff.structure.from_container(result, recursive=True)
     return tff.types.type_to_py_container(result, comp.type_signature.result)
 
 
@@ -332,8 +355,8 @@ def set_remote_execution_context(addresses: Sequence[str], *, default_num_client
   """Runs every TFF computation on the executor services at `addresses` (`host:port`, already started).
 
   One address: the computations run there unchanged. Several: each invocation's clients are split into
-  `len(addresses)` shards, one per worker (TFF's `MergeableCompExecutionContext`); only computations that
-  pass `check_shardable` can run.
+  `len(addresses)` shards, one per worker, which compute at once (TFF's `MergeableCompExecutionContext` over
+  `_ThreadedShardContext`s); only computations that pass `check_shardable` can run.
   """
   global _context_installed
   if not addresses:
@@ -343,15 +366,7 @@ def set_remote_execution_context(addresses: Sequence[str], *, default_num_client
   if len(stubs) == 1:
     tff.framework.set_default_context(_make_context(stubs[0], default_num_clients))
     return
-  shard_contexts = [
-      tff.framework.AsyncExecutionContext(
-          executor_fn=_executor_factory(stub, default_num_clients),
-          compiler_fn=_compile_for_simulation,
-          transform_args=tff.tensorflow.transform_args,
-          transform_result=tff.tensorflow.transform_result,
-      )
-      for stub in stubs
-  ]
+  shard_contexts = [_ThreadedShardContext(_make_context(stub, default_num_clients)) for stub in stubs]
   tff.framework.set_default_context(_ShardingContext(
       shard_contexts, compiler_fn=_compile_to_shards, transform_args=tff.tensorflow.transform_args,
       transform_result=tff.tensorflow.transform_result,

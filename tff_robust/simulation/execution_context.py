@@ -16,15 +16,16 @@ Remote execution (`set_remote_execution_context`) uses TFF's own runtime pieces:
 computation on that executor service (`tff.framework.RemoteExecutor` over gRPC); several addresses shard each
 round's cohort over them with TFF's `tff.framework.MergeableCompExecutionContext`, which splits a computation
 at its aggregation, runs the client-side part of each shard on its own worker, all shards at once (each in a
-thread of its own: `_ThreadedShardContext`), and merges the partial aggregates. TFF can split only a computation whose aggregations do not depend on one another
-(`check_shardable`): FedAvg and the gather-based baselines qualify; the robust aggregators that are a
-sequence of secure averages (RFA's Weiszfeld passes, Delta-FL's quantile, Fed+'s delta-medians) do not.
+thread of its own: `_ThreadedShardContext`), and merges the partial aggregates. TFF can split only a
+computation whose aggregations do not depend on one another (`check_shardable`): FedAvg and the gather-based
+baselines qualify; the robust aggregators that are a sequence of secure averages (RFA's Weiszfeld passes,
+Delta-FL's quantile, Fed+'s delta-medians) do not.
 Start a worker with `python -m tff_robust.simulation.worker_service --port=PORT`.
 """
 
 import asyncio
 import atexit
-import collections
+import collections.abc
 import concurrent.futures
 import gc
 import os

@@ -4,6 +4,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 from tests.experiments import test_train_flags
@@ -37,12 +38,37 @@ def _process_group_is_empty(group: int, timeout=30) -> bool:
   return True
 
 
+def _start_as_foreground_job(command, **options) -> subprocess.Popen:
+  """Starts `command` as a terminal starts a foreground job: in a process group of its own, SIGINT not ignored.
+
+  A process inherits an ignored SIGINT, and Python then never raises KeyboardInterrupt: a test session started
+  with `&` by a non-interactive shell ignores SIGINT, and a run it started the plain way ignored this test's Ctrl-C
+  and finished all its rounds (NOTES.md, "Environment facts").
+  """
+  return subprocess.Popen(
+      command, start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **options
+  )
+
+
+def test_a_run_started_as_a_foreground_job_takes_ctrl_c_even_where_the_test_session_ignores_it():
+  ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a session started with `&` by a script
+  try:
+    child = _start_as_foreground_job(
+        [sys.executable, '-c', 'import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)'],
+        stdout=subprocess.PIPE, text=True,
+    )
+    stdout, _ = child.communicate(timeout=60)
+  finally:
+    signal.signal(signal.SIGINT, ignored)
+  assert stdout.strip() == 'True'
+
+
 def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
-  process = subprocess.Popen(
+  process = _start_as_foreground_job(
       [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', '--total_rounds=200',
        *_FLAGS],
       cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-      start_new_session=True, env=test_train_flags.user_environment(),
+      env=test_train_flags.user_environment(),
   )
   try:
     checkpoint = tmp_path / 'run' / 'checkpoints' / 'program_state' / f'round_{_INTERRUPT_AFTER_CHECKPOINT}'

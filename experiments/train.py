@@ -11,7 +11,8 @@ model_weights.npz). A directory holds one run: the same command resumes it from 
 
 Exit status: 0 trained; 2 refused (one line on stderr names the flag; flags are checked before TensorFlow is
 loaded); 3 the model became non-finite (training stopped in that round, summary.json's nonfinite_model_round);
-130 interrupted by Ctrl-C (one line says where the run resumes from).
+4 the run's own TFF worker died, e.g. killed or out of memory (one line names its signal or status and its log);
+130 interrupted by Ctrl-C (one line says where the run resumes from). After 4 or 130 the same command resumes.
 
 Remote execution and GPUs: start `python -m tff_robust.simulation.worker_service --port=8000` on the host that
 should compute, then pass `--tff_worker_address=HOST:8000` (several comma-separated addresses shard each

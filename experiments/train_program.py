@@ -186,8 +186,8 @@ def _train(task, clients_per_round: int) -> dict:
 
 
 def run() -> int:
-  """Trains as the parsed flags say; returns the exit status (0, or train_flags' EXIT_NONFINITE_MODEL or
-  EXIT_INTERRUPTED).
+  """Trains as the parsed flags say; returns the exit status (0, or train_flags' EXIT_NONFINITE_MODEL,
+  EXIT_INTERRUPTED or EXIT_WORKER_EXITED).
 
   Raises:
     train_flags.Refusal: for settings `check_settings` refuses, or a task whose data cannot be loaded.
@@ -202,6 +202,10 @@ def run() -> int:
   except training_loop.Interrupted as interrupted:
     print(interrupted, file=sys.stderr)
     return train_flags.EXIT_INTERRUPTED
+  except execution_context.WorkerExited as error:
+    print(f'error: {error}. The same command resumes the run from its newest checkpoint, if it has one.',
+          file=sys.stderr)
+    return train_flags.EXIT_WORKER_EXITED
   finally:
     execution_context.stop_local_execution_context()
   headline = {key: value for key, value in summary.items() if key in _HEADLINE_METRICS}

@@ -5,7 +5,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 from tests.experiments import test_train_flags
 from tests.experiments import train_runs
@@ -13,29 +12,6 @@ from tests.experiments import train_runs
 _FLAGS = ('--task=digits', '--algorithm=rfa', '--clients_per_round=5', '--rounds_per_checkpoint=1',
           '--rounds_per_eval=50')
 _INTERRUPT_AFTER_CHECKPOINT = 2
-
-
-def _live_processes_of_group(group: int) -> list[int]:
-  """Process ids of the processes of process group `group` that are not zombies (from /proc)."""
-  found = []
-  for entry in filter(str.isdigit, os.listdir('/proc')):
-    try:
-      with open(f'/proc/{entry}/stat') as f:
-        state, _, process_group = f.read().rsplit(')', 1)[1].split()[:3]
-    except OSError:  # the process has gone
-      continue
-    if int(process_group) == group and state != 'Z':
-      found.append(int(entry))
-  return found
-
-
-def _process_group_is_empty(group: int, timeout=30) -> bool:
-  deadline = time.monotonic() + timeout
-  while _live_processes_of_group(group):
-    if time.monotonic() > deadline:
-      return False
-    time.sleep(0.1)
-  return True
 
 
 def _start_as_foreground_job(command, **options) -> subprocess.Popen:
@@ -75,7 +51,7 @@ def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
     train_runs.wait_for_path(checkpoint / 'checkpoint_manifest.json', process)
     os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the run's whole process group, worker included
     _, stderr = process.communicate(timeout=120)
-    group_emptied = _process_group_is_empty(process.pid)
+    group_emptied = train_runs.process_group_is_empty(process.pid)
   finally:  # whatever failed, nothing of the run outlives the test
     try:
       os.killpg(process.pid, signal.SIGKILL)

@@ -43,3 +43,27 @@ def wait_for_path(path, process, timeout=600):
     assert process.poll() is None, f'the run ended before {path} existed'
     assert time.monotonic() < deadline, f'no {path} after {timeout}s'
     time.sleep(0.05)
+
+
+def _live_processes_of_group(group: int) -> list[int]:
+  """Process ids of the processes of process group `group` that are not zombies (from /proc)."""
+  found = []
+  for entry in filter(str.isdigit, os.listdir('/proc')):
+    try:
+      with open(f'/proc/{entry}/stat') as f:
+        state, _, process_group = f.read().rsplit(')', 1)[1].split()[:3]
+    except OSError:  # the process has gone
+      continue
+    if int(process_group) == group and state != 'Z':
+      found.append(int(entry))
+  return found
+
+
+def process_group_is_empty(group: int, timeout=30) -> bool:
+  """Whether every process of process group `group` (a run started with `start_new_session`) ends within `timeout`."""
+  deadline = time.monotonic() + timeout
+  while _live_processes_of_group(group):
+    if time.monotonic() > deadline:
+      return False
+    time.sleep(0.1)
+  return True

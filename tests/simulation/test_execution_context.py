@@ -112,7 +112,7 @@ def test_a_worker_that_died_keeps_its_log_and_says_where(tmp_path):
   worker = execution_context.LocalWorker(log_dir=str(tmp_path / 'run'))
   os.kill(worker.pid, signal.SIGKILL)
   assert _wait_until_gone(worker.pid)
-  with pytest.raises(RuntimeError, match=f'exited; its log \\({tmp_path}/run/tff_worker.log\\)'):
+  with pytest.raises(RuntimeError, match=f'killed by signal 9 \\(SIGKILL\\); its log \\({tmp_path}/run/tff_worker.log\\)'):
     worker.check_running()
   worker.stop()
   assert (tmp_path / 'run' / 'tff_worker.log').exists()
@@ -122,3 +122,39 @@ def test_a_worker_that_died_keeps_its_log_and_says_where(tmp_path):
   private.stop()
   assert os.path.exists(private.log_path)  # kept: the worker did not stop cleanly
   shutil.rmtree(os.path.dirname(private.log_path))
+
+
+_KILL_WORKER_BETWEEN_COMPUTATIONS = textwrap.dedent('''
+    import os, signal, time
+    import numpy as np
+    import tensorflow_federated as tff
+    from tff_robust.simulation import execution_context
+    worker = execution_context.set_local_execution_context()
+    @tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS))
+    def mean(values):
+      return tff.federated_mean(values)
+    assert mean([1.0, 3.0]) == 2.0
+    os.kill(worker.pid, signal.SIGKILL)
+    started = time.monotonic()
+    try:
+      mean([1.0, 3.0])
+    except execution_context.WorkerExited as error:
+      print(worker.pid, time.monotonic() - started, error, flush=True)
+''')
+
+
+def test_a_computation_on_a_worker_that_died_raises_worker_exited_at_once_instead_of_retrying():
+  child = _spawn(_KILL_WORKER_BETWEEN_COMPUTATIONS)
+  try:
+    stdout, _ = child.communicate(timeout=60)
+  finally:
+    child.kill()
+    child.wait()
+  assert stdout, 'the computation on the dead worker did not raise WorkerExited'
+  pid, seconds, message = stdout.split(' ', 2)
+  assert float(seconds) < 5.0
+  log_path = message.strip().rpartition('its log: ')[2]
+  assert message.strip() == (f'the local TFF worker_binary (pid {pid}) was killed by signal 9 (SIGKILL) during a '
+                             f'computation; its log: {log_path}')
+  assert os.path.isfile(log_path)
+  shutil.rmtree(os.path.dirname(log_path))

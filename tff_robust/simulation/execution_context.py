@@ -21,6 +21,13 @@ computation whose aggregations do not depend on one another (`check_shardable`):
 baselines qualify; the robust aggregators that are a sequence of secure averages (RFA's Weiszfeld passes,
 Delta-FL's quantile, Fed+'s delta-medians) do not.
 Start a worker with `python -m tff_robust.simulation.worker_service --port=PORT`.
+
+A worker that dies. TFF retries a computation whose gRPC call fails as UNAVAILABLE without limit (its
+`AsyncExecutionContext.invoke`, backing off to 30 s between attempts), so a run whose worker has died would wait
+forever. For the worker this module owns, every gRPC call passes `_WorkerExitInterceptor`: a call that fails after
+the worker has exited raises `WorkerExited`, which TFF does not retry, so the computation fails within
+milliseconds. Remote workers, given by address and owned by someone else, keep TFF's retrying: one may be
+restarted, and the computation then goes on.
 """
 
 import asyncio
@@ -31,6 +38,7 @@ import gc
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,6 +69,10 @@ def worker_binary_path() -> str:
   if not os.path.isfile(path):
     raise RuntimeError(f'TFF worker binary not found at {path}; is tensorflow-federated installed?')
   return path
+
+
+class WorkerExited(RuntimeError):
+  """The `worker_binary` this process started exited while a computation ran on it; the message says how."""
 
 
 class NetworkIsolationError(RuntimeError):
@@ -220,12 +232,24 @@ class LocalWorker:
   def is_running(self) -> bool:
     return self._process is not None and self._process.poll() is None
 
+  def exit_description(self) -> str:
+    """How the worker ended, e.g. 'was killed by signal 9 (SIGKILL)' or 'exited with status 1'."""
+    if self._process is None:
+      return 'was stopped'
+    status = self._process.poll()
+    if status is None:
+      return 'is running'
+    if status < 0:
+      return f'was killed by signal {-status} ({signal.Signals(-status).name})'
+    return f'exited with status {status}'
+
   def check_running(self) -> None:
     if not self.is_running():
       with open(self.log_path, 'rb') as log:
         tail = log.read()[-2000:].decode(errors='replace')
       raise RuntimeError(
-          f'TFF worker_binary on port {self.port} exited; its log ({self.log_path}) ends with:\n{tail}'
+          f'TFF worker_binary on port {self.port} {self.exit_description()}; its log ({self.log_path}) ends with:'
+          f'\n{tail}'
       )
 
   def stop(self) -> None:
@@ -259,6 +283,26 @@ def _environment_with_visible_gpus(visible_gpus: Optional[str]) -> dict[str, str
   if visible_gpus is not None:
     environment['CUDA_VISIBLE_DEVICES'] = visible_gpus
   return environment
+
+
+class _WorkerExitInterceptor(grpc.UnaryUnaryClientInterceptor):
+  """Turns a gRPC call that failed because `worker` has exited into `WorkerExited` (which TFF does not retry).
+
+  A call that fails while the worker still runs (or before its exit can be observed: the connection may break
+  a moment earlier) is returned as it failed, for TFF to retry; the retry's call then sees the exit.
+  """
+
+  def __init__(self, worker: 'LocalWorker'):
+    self._worker = worker
+
+  def intercept_unary_unary(self, continuation, client_call_details, request):
+    outcome = continuation(client_call_details, request)
+    if outcome.exception() is not None and not self._worker.is_running():
+      raise WorkerExited(
+          f'the local TFF worker_binary (pid {self._worker.pid}) {self._worker.exit_description()} during a '
+          f'computation; its log: {self._worker.log_path}'
+      ) from outcome.exception()
+    return outcome
 
 
 def _wait_until_ready(stub, worker: Optional[LocalWorker], address: str) -> None:
@@ -410,6 +454,9 @@ def set_local_execution_context(
 
   Returns:
     The `LocalWorker`; call `stop_local_execution_context()` (or let the process exit) to stop it.
+
+  Raises (from a computation): `WorkerExited` as soon as a call fails because the worker has exited (killed, out
+  of memory), instead of TFF's endless retrying (see the module docstring).
   """
   global _local_worker, _context_installed
   if _local_worker is None or not _local_worker.is_running():
@@ -417,7 +464,10 @@ def set_local_execution_context(
         max_concurrent_computation_calls=max_concurrent_computation_calls, visible_gpus=visible_gpus,
         network_isolation=network_isolation, log_dir=log_dir,
     )
-    stub = tff.framework.RemoteExecutorGrpcStub(grpc.insecure_channel(worker.address, _GRPC_CHANNEL_OPTIONS))
+    channel = grpc.intercept_channel(
+        grpc.insecure_channel(worker.address, _GRPC_CHANNEL_OPTIONS), _WorkerExitInterceptor(worker)
+    )
+    stub = tff.framework.RemoteExecutorGrpcStub(channel)
     try:
       _wait_until_ready(stub, worker, worker.address)
     except BaseException:

@@ -112,7 +112,8 @@ def test_a_worker_that_died_keeps_its_log_and_says_where(tmp_path):
   worker = execution_context.LocalWorker(log_dir=str(tmp_path / 'run'))
   os.kill(worker.pid, signal.SIGKILL)
   assert _wait_until_gone(worker.pid)
-  with pytest.raises(RuntimeError, match=f'killed by signal 9 \\(SIGKILL\\); its log \\({tmp_path}/run/tff_worker.log\\)'):
+  expected = f'was killed by signal 9 \\(SIGKILL\\); its log \\({tmp_path}/run/tff_worker.log\\)'
+  with pytest.raises(RuntimeError, match=expected):
     worker.check_running()
   worker.stop()
   assert (tmp_path / 'run' / 'tff_worker.log').exists()

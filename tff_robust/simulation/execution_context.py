@@ -292,7 +292,7 @@ class _WorkerExitInterceptor(grpc.UnaryUnaryClientInterceptor):
   a moment earlier) is returned as it failed, for TFF to retry; the retry's call then sees the exit.
   """
 
-  def __init__(self, worker: 'LocalWorker'):
+  def __init__(self, worker: LocalWorker):
     self._worker = worker
 
   def intercept_unary_unary(self, continuation, client_call_details, request):

@@ -1,4 +1,8 @@
-"""Runs `python -m experiments.train` in a subprocess, as a user does, and reads back what it wrote."""
+"""Runs `python -m experiments.train` in a process of its own, as a user does, and reads back what it wrote.
+
+Runs are forked from the test session's fork server (`tests/fork_server.py`), which has imported TensorFlow once;
+`fresh_interpreter=True` or $TFF_ROBUST_TEST_FORK_SERVER=0 starts a fresh interpreter instead.
+"""
 
 import csv
 import json
@@ -9,16 +13,25 @@ import time
 
 import numpy as np
 
+from tests import fork_server
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN_COMMAND = (sys.executable, '-m', 'experiments.train', '--noprogress_bar')
 
 
-def train(tmp_path, *flags, timeout=600, name='run'):
-  """The finished `subprocess.CompletedProcess` of one run writing to `tmp_path/name`."""
-  return subprocess.run(
-      [*TRAIN_COMMAND, f'--root_output_dir={tmp_path}', f'--experiment_name={name}', *flags],
-      cwd=REPO, capture_output=True, text=True, timeout=timeout,
-  )
+def train(tmp_path, *flags, timeout=600, name='run', fresh_interpreter=False):
+  """The finished `subprocess.CompletedProcess` of one run writing to `tmp_path/name`.
+
+  `fresh_interpreter`: start a new Python, as `TRAIN_COMMAND` does, instead of forking the fork server's (which
+  has imported TensorFlow already); for tests of what happens before or during imports.
+  """
+  args = [*TRAIN_COMMAND[3:], f'--root_output_dir={tmp_path}', f'--experiment_name={name}', *flags]
+  if fresh_interpreter or not fork_server.enabled():
+    return subprocess.run(
+        [*TRAIN_COMMAND[:3], *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+  return fork_server.run(TRAIN_COMMAND[2], args, cwd=REPO, env=os.environ, timeout=timeout)
 
 
 def outputs(tmp_path, name='run'):

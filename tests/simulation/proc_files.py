@@ -22,6 +22,20 @@ def descendants(pid: int) -> list[int]:
   return found
 
 
+def live_processes_of_session(session: int) -> list[int]:
+  """Process ids of the processes of session `session` that are not zombies (from each process's /proc stat)."""
+  found = []
+  for entry in filter(str.isdigit, os.listdir('/proc')):
+    try:
+      with open(f'/proc/{entry}/stat') as stat:
+        state, _, _, process_session = stat.read().rsplit(')', 1)[1].split()[:4]
+    except (FileNotFoundError, ProcessLookupError):
+      continue
+    if int(process_session) == session and state != 'Z':
+      found.append(int(entry))
+  return found
+
+
 def command_name(pid: int) -> str:
   with open(f'/proc/{pid}/comm') as comm:
     return comm.read().strip()

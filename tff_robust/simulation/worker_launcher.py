@@ -60,7 +60,7 @@ def _libc():
   return ctypes.CDLL(None, use_errno=True)
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int) -> None:
   """SIGKILL this process when its parent dies; exits now if the parent `parent_pid` is already gone."""
   if sys.platform.startswith('linux'):
     if _libc().prctl(_PR_SET_DEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
@@ -188,7 +188,7 @@ def _fork_relay(listener: socket.socket, port: int) -> None:
   worker_pid = os.getpid()
   if os.fork() == 0:
     try:
-      _die_with_parent(worker_pid)
+      die_with_parent(worker_pid)
       _relay(listener, port)
     finally:
       os._exit(1)  # pylint: disable=protected-access
@@ -224,7 +224,7 @@ def main(argv: list[str]) -> None:
     except OSError as error:  # inside the namespace already: the worker could be reached by no one
       _report(args.status_fd, f'refused the private network namespace has no usable loopback ({error})')
       raise SystemExit(1) from None
-  _die_with_parent(args.parent_pid)  # after unshare: a namespace change must not reset the death signal
+  die_with_parent(args.parent_pid)  # after unshare: a namespace change must not reset the death signal
   listener = _listen(args.unix_socket) if status == 'isolated' else None
   _report(args.status_fd, status)  # closes the status pipe before the fork: only the Python side holds it
   if listener is not None:

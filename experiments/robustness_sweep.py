@@ -71,6 +71,11 @@ _CENTERED_CLIPPING_RADIUS = flags.DEFINE_float(
 _CENTERED_CLIPPING_ITERATIONS = flags.DEFINE_integer(
     'centered_clipping_iterations', 3, 'centered_clipping: secure averages per round.', lower_bound=1
 )
+_NORM_FILTER_MULTIPLIER = flags.DEFINE_float(
+    'norm_filter_multiplier', 2.0,
+    'filtered_centered_clipping: drop clients whose update norm exceeds this multiple of the median norm.',
+    lower_bound=1.0,
+)
 _VALIDATION_FRACTION = flags.DEFINE_float(
     'validation_fraction', None,
     'digits: share in (0, 1) of each client\'s examples held out as validation data, which then replaces the '
@@ -102,6 +107,7 @@ def _config(algorithm: str, fraction: float) -> algorithms.AlgorithmConfig:
       server_learning_rate=_SERVER_LEARNING_RATE.value,
       centered_clipping_radius=_CENTERED_CLIPPING_RADIUS.value,
       centered_clipping_iterations=_CENTERED_CLIPPING_ITERATIONS.value,
+      norm_filter_multiplier=_NORM_FILTER_MULTIPLIER.value,
   )
 
 
@@ -117,7 +123,10 @@ def _runs(algorithm_names, corruptions, data_fractions, update_fractions, seeds)
 
 
 # Flags added after sweeps were recorded: a record without them ran at their defaults.
-_ADDED_FLAGS = (_SERVER_LEARNING_RATE, _CENTERED_CLIPPING_RADIUS, _CENTERED_CLIPPING_ITERATIONS, _VALIDATION_FRACTION)
+_ADDED_FLAGS = (
+    _SERVER_LEARNING_RATE, _CENTERED_CLIPPING_RADIUS, _CENTERED_CLIPPING_ITERATIONS, _NORM_FILTER_MULTIPLIER,
+    _VALIDATION_FRACTION,
+)
 
 
 def _per_run_settings() -> dict:

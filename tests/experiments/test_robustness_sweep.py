@@ -78,9 +78,11 @@ def test_a_sweep_recorded_before_the_server_and_validation_flags_resumes_at_thei
   assert first.returncode == 0, first.stderr[-3000:]
   path = tmp_path / 's' / 'run_settings.json'
   recorded = json.loads(path.read_text())
-  added = ('server_learning_rate', 'centered_clipping_radius', 'centered_clipping_iterations', 'validation_fraction')
+  added = ('server_learning_rate', 'centered_clipping_radius', 'centered_clipping_iterations',
+           'norm_filter_multiplier', 'validation_fraction')
   assert {name: recorded[name] for name in added} == dict(
-      server_learning_rate=1.0, centered_clipping_radius=1.0, centered_clipping_iterations=3, validation_fraction=None
+      server_learning_rate=1.0, centered_clipping_radius=1.0, centered_clipping_iterations=3,
+      norm_filter_multiplier=2.0, validation_fraction=None,
   )
   path.write_text(json.dumps({name: value for name, value in recorded.items() if name not in added}))
   resumed = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')

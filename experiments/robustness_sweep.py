@@ -62,6 +62,26 @@ _CLIENT_EPOCHS = flags.DEFINE_integer('client_epochs_per_round', 5, 'Local epoch
 _CLIENT_BATCH_SIZE = flags.DEFINE_integer('client_batch_size', 16, 'Local batch size.', lower_bound=1)
 _CLIENT_LEARNING_RATE = flags.DEFINE_float('client_learning_rate', 0.1, 'Client SGD rate.', lower_bound=0.0)
 _CLIPPING_NORM = flags.DEFINE_float('clipping_norm', 1.0, 'norm_clipping bound.', lower_bound=1e-30)
+_SERVER_LEARNING_RATE = flags.DEFINE_float(
+    'server_learning_rate', 1.0, 'Server SGD rate on every algorithm\'s aggregate.', lower_bound=0.0
+)
+_CENTERED_CLIPPING_RADIUS = flags.DEFINE_float(
+    'centered_clipping_radius', 1.0, 'centered_clipping: tau, the residual norm bound.', lower_bound=1e-30
+)
+_CENTERED_CLIPPING_ITERATIONS = flags.DEFINE_integer(
+    'centered_clipping_iterations', 3, 'centered_clipping: secure averages per round.', lower_bound=1
+)
+_NORM_FILTER_MULTIPLIER = flags.DEFINE_float(
+    'norm_filter_multiplier', 2.0,
+    'filtered_centered_clipping: drop clients whose update norm exceeds this multiple of the median norm.',
+    lower_bound=1.0,
+)
+_VALIDATION_FRACTION = flags.DEFINE_float(
+    'validation_fraction', None,
+    'digits: share in (0, 1) of each client\'s examples held out as validation data, which then replaces the '
+    'test set in every evaluation (to choose hyperparameters without reading the test set).',
+    lower_bound=1e-6, upper_bound=1 - 1e-6,
+)
 _USE_SYNTHETIC_DATA = flags.DEFINE_bool('use_synthetic_data', False, 'TFF baseline tasks: synthetic data.')
 _ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
 _EXPERIMENT_NAME = flags.DEFINE_string('experiment_name', 'robustness_sweep', 'Subdirectory of the sweep.')
@@ -84,6 +104,10 @@ def _config(algorithm: str, fraction: float) -> algorithms.AlgorithmConfig:
       trim_fraction=min(fraction, 0.45) if algorithm == 'trimmed_mean' else 0.1,
       num_byzantine=min(math.ceil(fraction * m), (m - 3) // 2) if algorithm == 'multi_krum' else 1,
       clipping_norm=_CLIPPING_NORM.value,
+      server_learning_rate=_SERVER_LEARNING_RATE.value,
+      centered_clipping_radius=_CENTERED_CLIPPING_RADIUS.value,
+      centered_clipping_iterations=_CENTERED_CLIPPING_ITERATIONS.value,
+      norm_filter_multiplier=_NORM_FILTER_MULTIPLIER.value,
   )
 
 
@@ -98,11 +122,23 @@ def _runs(algorithm_names, corruptions, data_fractions, update_fractions, seeds)
             yield algorithm, kind, fraction, seed
 
 
+# Flags added after sweeps were recorded: a record without them ran at their defaults.
+_ADDED_FLAGS = (
+    _SERVER_LEARNING_RATE, _CENTERED_CLIPPING_RADIUS, _CENTERED_CLIPPING_ITERATIONS, _NORM_FILTER_MULTIPLIER,
+    _VALIDATION_FRACTION,
+)
+
+
 def _per_run_settings() -> dict:
   """The flags every run of the sweep shares (the grid itself may grow between invocations)."""
   return {flag.name: flag.value for flag in (
       _TASK, _LABEL_CONCENTRATION, _TOTAL_ROUNDS, _CLIENTS_PER_ROUND, _CLIENT_EPOCHS, _CLIENT_BATCH_SIZE,
-      _CLIENT_LEARNING_RATE, _CLIPPING_NORM, _USE_SYNTHETIC_DATA)}
+      _CLIENT_LEARNING_RATE, _CLIPPING_NORM, _USE_SYNTHETIC_DATA) + _ADDED_FLAGS}
+
+
+def _task_options() -> dict:
+  """The task builder's options set by flags (an unset one keeps the builder's default)."""
+  return dict(label_concentration=_LABEL_CONCENTRATION.value, validation_fraction=_VALIDATION_FRACTION.value)
 
 
 def _run_key(row) -> tuple:
@@ -194,7 +230,7 @@ def main(argv):
     raise app.UsageError('--data_fractions and --update_fractions must lie in [0, 1)')
   seeds = _parsed(_SEEDS.value, int, 'seeds')
   try:
-    tasks.builder_arguments(_TASK.value, label_concentration=_LABEL_CONCENTRATION.value)
+    tasks.builder_arguments(_TASK.value, **_task_options())
   except ValueError as error:
     raise app.UsageError(f'--{error}') from error
   logging.set_verbosity(logging.WARNING)
@@ -202,12 +238,14 @@ def main(argv):
   execution_context.set_local_execution_context()
   task = tasks.create_task(
       _TASK.value, client_epochs=_CLIENT_EPOCHS.value, client_batch_size=_CLIENT_BATCH_SIZE.value, seed=0,
-      use_synthetic_data=_USE_SYNTHETIC_DATA.value, label_concentration=_LABEL_CONCENTRATION.value,
+      use_synthetic_data=_USE_SYNTHETIC_DATA.value, **_task_options(),
   )
   output_dir = os.path.join(_ROOT_OUTPUT_DIR.value, _EXPERIMENT_NAME.value)
   os.makedirs(output_dir, exist_ok=True)
   try:
-    run_settings.check_same_run(output_dir, _per_run_settings())
+    run_settings.check_same_run(
+        output_dir, _per_run_settings(), defaults={flag.name: flag.default for flag in _ADDED_FLAGS}
+    )
   except run_settings.SettingsMismatch as error:
     raise app.UsageError(f'{error}; give a new --experiment_name') from None
   run_settings.record(output_dir, _per_run_settings())

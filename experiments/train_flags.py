@@ -92,6 +92,11 @@ flags.DEFINE_float(
 flags.DEFINE_integer(
     'centered_clipping_iterations', 3, 'centered_clipping: secure averages per round.', lower_bound=1
 )
+flags.DEFINE_float(
+    'norm_filter_multiplier', 2.0,
+    'filtered_centered_clipping: clients whose update norm exceeds this multiple (>= 1) of the cohort\'s '
+    'secure median norm drop out before centered clipping.', lower_bound=1.0,
+)
 CONFORMITY_LEVEL = flags.DEFINE_float(
     'conformity_level', 0.5, 'delta_fl: conformity level theta in (0, 1]; 1 is FedAvg.', lower_bound=1e-9,
     upper_bound=1.0,

@@ -35,6 +35,7 @@ from tff_robust.aggregators import delta_median
 from tff_robust.aggregators import geometric_median
 from tff_robust.aggregators import histogram_quantile
 from tff_robust.aggregators import nearest_neighbor_mixing
+from tff_robust.aggregators import norm_filter
 from tff_robust.aggregators import quantile
 from tff_robust.aggregators import sign_vote
 from tff_robust.aggregators import update_corruption
@@ -117,6 +118,11 @@ _SPECS = {
     'centered_clipping': _Spec(
         lambda: centered_clipping.CenteredClippingFactory(1.0, 3), ('identical', 'single', 'symmetric', 'zero'),
         expected=_centered_clipping,
+    ),
+    # No point of these cases is twice the median norm: the filter keeps them all.
+    'norm_filter_centered_clipping': _Spec(
+        lambda: norm_filter.NormFilterFactory(centered_clipping.CenteredClippingFactory(1.0, 3), 2.0),
+        ('identical', 'single', 'symmetric', 'zero'), expected=_centered_clipping,
     ),
     'coordinate_median': _Spec(baselines.coordinate_median_factory, _ALL_CASES),
     'trimmed_mean': _Spec(lambda: baselines.trimmed_mean_factory(0.2), _ALL_CASES, minimum_clients=3),

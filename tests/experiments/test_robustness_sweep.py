@@ -1,6 +1,7 @@
 """A tiny robustness sweep end to end: its CSV, markdown table and figure."""
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -70,3 +71,40 @@ def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(tmp
   changed = _sweep(tmp_path, '--seeds=0,1', '--total_rounds=2')
   assert changed.returncode != 0
   assert '--total_rounds was 1, now 2' in changed.stderr and 'give a new --experiment_name' in changed.stderr
+
+
+def test_a_sweep_recorded_before_the_server_and_validation_flags_resumes_at_their_defaults(tmp_path):
+  first = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
+  assert first.returncode == 0, first.stderr[-3000:]
+  path = tmp_path / 's' / 'run_settings.json'
+  recorded = json.loads(path.read_text())
+  added = ('server_learning_rate', 'centered_clipping_radius', 'centered_clipping_iterations',
+           'norm_filter_multiplier', 'validation_fraction')
+  assert {name: recorded[name] for name in added} == dict(
+      server_learning_rate=1.0, centered_clipping_radius=1.0, centered_clipping_iterations=3,
+      norm_filter_multiplier=2.0, validation_fraction=None,
+  )
+  path.write_text(json.dumps({name: value for name, value in recorded.items() if name not in added}))
+  resumed = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
+  assert resumed.returncode == 0 and 'resuming: 1 of 1 runs' in resumed.stdout, resumed.stderr[-3000:]
+  path.write_text(json.dumps({name: value for name, value in recorded.items() if name not in added}))
+  validation = _sweep(tmp_path, '--seeds=0', '--total_rounds=1', '--validation_fraction=0.2')
+  assert validation.returncode != 0 and '--validation_fraction was absent, now 0.2' in validation.stderr
+
+
+def test_a_zero_server_learning_rate_leaves_every_algorithm_at_the_initial_model(tmp_path):
+  """The sweep's --server_learning_rate reaches the process: at 0 FedAvg and centered clipping (whatever its
+  radius) both evaluate the same initial model, on the validation parts with --validation_fraction."""
+  accuracies = {}
+  for name, flags in (('fedavg', ()), ('centered_clipping', ('--centered_clipping_radius=0.01',))):
+    result = subprocess.run(
+        [sys.executable, '-m', 'experiments.robustness_sweep', f'--algorithms={name}', '--corruptions=omniscient',
+         '--update_fractions=0', '--seeds=0', '--total_rounds=1', '--client_epochs_per_round=1',
+         '--server_learning_rate=0', '--validation_fraction=0.2', f'--root_output_dir={tmp_path}',
+         f'--experiment_name={name}', *flags],
+        cwd=_REPO, capture_output=True, text=True, timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / name / 'results.csv') as f:
+      accuracies[name] = float(next(csv.DictReader(f))['accuracy'])
+  assert accuracies['fedavg'] == accuracies['centered_clipping']

@@ -62,11 +62,14 @@ def test_robust_baselines_train_on_digits(tmp_path, algorithm):
     assert all(r['aggregator/insufficient_clients'] == '0' for r in rows)
 
 
-@pytest.mark.parametrize('algorithm, calls', [('bucketing_rfa', 2 * (1 + 3)), ('centered_clipping', 2 * 2)])
+@pytest.mark.parametrize('algorithm, calls', [
+    ('bucketing_rfa', 2 * (1 + 3)), ('centered_clipping', 2 * 2), ('filtered_centered_clipping', 2 * (2 + 2)),
+])
 def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, calls):
   result = train_runs.train(
       tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=2', '--rounds_per_eval=2',
       '--bucket_size=3', '--centered_clipping_radius=0.5', '--centered_clipping_iterations=2',
+    *(['--norm_filter_multiplier=1.5'] if algorithm == 'filtered_centered_clipping' else []),
   )
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
@@ -74,6 +77,8 @@ def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, calls):
   assert 0.0 <= summary['eval/accuracy'] <= 1.0
   if algorithm == 'bucketing_rfa':  # 10 clients in buckets of 3: 3, 3, 3 and 1 (3 if the top two keys collide)
     assert all(r['aggregator/num_buckets'] in ('3', '4') for r in rows)
+  if algorithm == 'filtered_centered_clipping':  # the median client is kept, so at most half drop out
+    assert all(0 <= int(r['aggregator/num_dropped_clients']) <= 5 for r in rows)
 
 
 @pytest.mark.parametrize('task', ['emnist_cnn', 'shakespeare_rnn'])

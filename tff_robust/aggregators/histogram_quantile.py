@@ -52,6 +52,7 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
       num_passes: int = 2,
       num_bins: int = DEFAULT_NUM_BINS,
       mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+      count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
   ):
     """Initializes the factory.
 
@@ -63,6 +64,8 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
         `SecureSumFactory`-backed `MeanFactory` (the entries are in [0, 1], so the weighted entries that its
         value sum receives are in [0, largest weight]); defaults to
         `tff.aggregators.MeanFactory(no_nan_division=True)`.
+      count_factory: a `tff.aggregators.UnweightedAggregationFactory` summing the int32 0/1 non-finite flags;
+        defaults to `tff.aggregators.SumFactory()`. Secure: `tff.aggregators.SecureSumFactory(1, 0)`.
 
     Raises:
       TypeError: if `mean_factory` is not a weighted aggregation factory.
@@ -72,6 +75,7 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
     self._num_passes = type_checks.check_integer('num_passes', num_passes, minimum=1)
     self._num_bins = type_checks.check_integer('num_bins', num_bins, minimum=2)
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_float_scalar('value_type', value_type)
@@ -80,6 +84,7 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
     num_bins, num_passes = self._num_bins, self._num_passes
     scalar_type, range_type = tff.TensorType(dtype), tff.TensorType(dtype, [2])
     mean_process = self._mean_factory.create(tff.TensorType(dtype, [num_bins + 2]), scalar_type)
+    count_process = self._count_factory.create(tff.TensorType(np.int32))
     limit = histogram_quantile.asinh_limit(dtype)
     fractions = (np.arange(num_bins + 1) / num_bins).astype(dtype)
     tolerance = superquantile.TIE_TOLERANCE
@@ -141,7 +146,7 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
           secure_average_calls=tff.federated_value(num_passes, tff.SERVER),
           tolerance=tff.federated_value(np.zeros([], dtype), tff.SERVER),
           bin_width=bin_width,
-          num_nonfinite_clients=tff.federated_sum(sanitized[2]),
+          num_nonfinite_clients=count_process.next(count_process.initialize(), sanitized[2]).result,
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(

@@ -6,7 +6,7 @@ Imports no TensorFlow, so that a runner checks its flags before loading it; `alg
 ALGORITHM_NAMES = (
     'fedavg', 'rfa', 'rfa_one_step',
     'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
-    'delta_fl', 'bucketing_rfa', 'centered_clipping',
+    'delta_fl', 'bucketing_rfa', 'centered_clipping', 'filtered_centered_clipping',
     'fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only', 'fedprox',
     'mtfeel', 'fedsgd', 'signsgd',
 )
@@ -20,5 +20,5 @@ FULL_GRADIENT_ALGORITHM_NAMES = ('fedsgd', 'mtfeel', 'signsgd')
 # learning-rate schedule can set it round by round: `schedules.set_client_learning_rate`).
 CLIENT_SCHEDULE_ALGORITHM_NAMES = (
     'fedavg', 'rfa', 'rfa_one_step', 'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
-    'delta_fl', 'bucketing_rfa', 'centered_clipping',
+    'delta_fl', 'bucketing_rfa', 'centered_clipping', 'filtered_centered_clipping',
 )

@@ -11,6 +11,7 @@ from tff_robust.aggregators import centered_clipping
 from tff_robust.aggregators import channels
 from tff_robust.aggregators import gathering
 from tff_robust.aggregators import delta_median
+from tff_robust.aggregators import norm_filter
 from tff_robust.processes import composition
 from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
@@ -48,6 +49,7 @@ class AlgorithmConfig:
   bucket_size: int = 2
   centered_clipping_radius: float = 1.0
   centered_clipping_iterations: int = 3
+  norm_filter_multiplier: float = 2.0
   conformity_level: float = 0.5
   quantile_method: str = 'exact'
   quantile_passes: int = delta_fl.DEFAULT_QUANTILE_PASSES
@@ -111,6 +113,11 @@ def model_aggregator(
   if name == 'centered_clipping':
     return centered_clipping.CenteredClippingFactory(
         config.centered_clipping_radius, config.centered_clipping_iterations
+    )
+  if name == 'filtered_centered_clipping':
+    return norm_filter.NormFilterFactory(
+        centered_clipping.CenteredClippingFactory(config.centered_clipping_radius, config.centered_clipping_iterations),
+        config.norm_filter_multiplier,
     )
   if name in ('delta_fl', 'local_only', 'fedsgd', 'fedprox'):
     return tff.aggregators.MeanFactory(no_nan_division=True)
@@ -183,7 +190,8 @@ def build_learning_process(
   `fedavg`, `rfa`, `rfa_one_step`, the gather-based baselines, norm clipping, `bucketing_rfa` (RFA's
   geometric median over the means of random buckets of `bucket_size` clients, `BucketingFactory`) and
   `centered_clipping` (`CenteredClippingFactory` with `centered_clipping_radius` and
-  `centered_clipping_iterations`) are
+  `centered_clipping_iterations`) and `filtered_centered_clipping` (the same after `NormFilterFactory`: clients
+  whose update norm exceeds `norm_filter_multiplier` times the cohort's secure median norm drop out) are
   `composition.build_fed_avg_process` (`build_weighted_fed_avg` that also counts non-finite client updates)
   with the algorithm's aggregator; `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`,
   the aggregator of `build_rfa_process`, so they are that process. With `update_attack`

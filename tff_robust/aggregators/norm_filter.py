@@ -1,0 +1,167 @@
+"""Norm filtering before a robust rule: clients whose update norm exceeds `multiplier` times a secure quantile
+of the cohort's update norms take no part in the round.
+
+Each round, with r_q the weighted `level`-quantile of the clients' L2 norms ||w_i|| (over all tensors of the
+value together), found by `quantile_factory` (by default `SecureHistogramQuantileFactory`: secure histograms,
+no norm leaves a client), client i keeps its weight alpha_i when ||w_i|| <= k r_q (k = `multiplier`) and
+otherwise sends zeros with weight 0, as Delta-FL's filter drops clients; `inner_factory` aggregates the rest.
+With `level` = 1/2 the threshold is k times the weighted median norm, so while honest clients hold more than
+half the weight the threshold is set by honest norms: updates k times longer than a typical honest one (the
+omniscient attack of the RFA paper sends -(2 S_G + S_C) / A_C, several times the honest mean's length) are
+left out instead of pulling the inner rule. Norm bounds before aggregation are the usual defence against
+large updates (Sun et al., "Can you really backdoor federated learning?", 2019, use a fixed bound); here the
+bound follows the cohort's own scale, which shrinks as training converges.
+
+What it does not do: an attacker that sends at most k r_q passes, and then only `inner_factory` (centered
+clipping, the geometric median) stands against it; rounds whose corrupted clients hold half the weight or
+more set r_q themselves. Like every client-side step under secure aggregation it trusts clients to run it
+(a deployment would prove the norm bound inside the secure sum).
+
+Secure aggregation: the quantile's passes are weighted means of 0/1 indicators and the dropped count a sum of
+0/1 flags, so with secure factories there (`quantile_factory`'s `mean_factory` of `SecureSumFactory`s,
+`count_factory=SecureSumFactory(1, 0)`) and a secure `inner_factory` (`CenteredClippingFactory` with
+`centered_clipping.secure_mean_factory`) every client value reaches the server through a secure sum
+(`privacy.assert_client_values_aggregated_securely`). The server learns r_q and how many clients were dropped.
+"""
+
+import collections
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from tff_robust.aggregators import histogram_quantile
+from tff_robust.aggregators import type_checks
+from tff_robust.aggregators import widening
+
+
+class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
+  """`WeightedAggregationFactory` running `inner_factory` over the clients with ||w_i|| <= multiplier r_level.
+
+  Clients with a non-finite value or norm (or a non-finite weight) are dropped too. The quantile is taken in
+  float32 (float64 for float64 values); `SecureHistogramQuantileFactory` returns the lower edge of a bin of
+  relative width 0.27% holding the exact quantile, so the threshold is at most that much below k r_q.
+
+  Measurements:
+    - `secure_average_calls`: the quantile's calls plus the inner process's (1 if it reports none).
+    - `threshold`: k r_q, the largest norm kept.
+    - `num_dropped_clients`: clients whose weight was set to 0 (summed by `count_factory`).
+    - `inner`: the measurements of `inner_factory`'s process.
+
+  State: <the quantile process's state, the inner process's state>.
+  """
+
+  def __init__(
+      self,
+      inner_factory: tff.aggregators.WeightedAggregationFactory,
+      multiplier: float,
+      level: float = 0.5,
+      quantile_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+      count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
+  ):
+    """Initializes the factory.
+
+    Args:
+      inner_factory: a `tff.aggregators.WeightedAggregationFactory`, the rule over the kept clients.
+      multiplier: k >= 1, the largest kept norm as a multiple of the quantile.
+      level: the quantile level q in (0, 1].
+      quantile_factory: a weighted aggregation factory of a float scalar returning its weighted quantile at
+        `level`; defaults to `histogram_quantile.SecureHistogramQuantileFactory(level)`.
+      count_factory: a `tff.aggregators.UnweightedAggregationFactory` summing int32 0/1 flags; defaults to
+        `tff.aggregators.SumFactory()`.
+
+    Raises:
+      ValueError: if `multiplier` or `level` is outside its range.
+      TypeError: if a factory has the wrong type.
+    """
+    if not isinstance(inner_factory, tff.aggregators.WeightedAggregationFactory):
+      raise TypeError(f'inner_factory must be a tff.aggregators.WeightedAggregationFactory, got {inner_factory!r}')
+    self._inner_factory = inner_factory
+    self._multiplier = type_checks.check_number('multiplier', multiplier, minimum=1.0)
+    self._level = type_checks.check_number('level', level, minimum=0.0, strict=True, maximum=1.0)
+    if quantile_factory is None:
+      quantile_factory = histogram_quantile.SecureHistogramQuantileFactory(self._level)
+    if not isinstance(quantile_factory, tff.aggregators.WeightedAggregationFactory):
+      raise TypeError(
+          f'quantile_factory must be a tff.aggregators.WeightedAggregationFactory, got {quantile_factory!r}'
+      )
+    self._quantile_factory = quantile_factory
+    self._count_factory = type_checks.sum_factory_or_default(count_factory)
+
+  def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    type_checks.check_value_type(value_type)
+    type_checks.check_weight_type(weight_type)
+    norm_type = tff.TensorType(widening.value_dtype(value_type))
+    inner_process = self._inner_factory.create(value_type, weight_type)
+    quantile_process = self._quantile_factory.create(norm_type, weight_type)
+    count_process = self._count_factory.create(tff.TensorType(np.int32))
+    multiplier = self._multiplier
+
+    @tff.tensorflow.computation(value_type)
+    def norm(value):
+      """||w||_2 over all tensors, in the norm dtype (inf or NaN for a non-finite value)."""
+      leaves = [tf.cast(t, norm_type.dtype) for t in tf.nest.flatten(value)]
+      return tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(t)) for t in leaves]))
+
+    @tff.tensorflow.computation(norm_type)
+    def threshold_of(quantile):
+      return tf.constant(multiplier, norm_type.dtype) * quantile
+
+    @tff.tensorflow.computation(value_type, weight_type, norm_type, norm_type)
+    def filtered(value, weight, value_norm, threshold):
+      """(value, weight, 0) if ||w|| <= threshold and the weight is finite, else (zeros, 0, 1)."""
+      keep = tf.logical_and(value_norm <= threshold, tf.math.is_finite(tf.cast(weight, norm_type.dtype)))
+      kept_value = tf.nest.map_structure(lambda t: tf.where(keep, t, tf.zeros_like(t)), value)
+      return kept_value, tf.where(keep, weight, tf.zeros_like(weight)), tf.cast(tf.logical_not(keep), tf.int32)
+
+    inner_names = tff.structure.name_list(inner_process.next.type_signature.result.measurements.member)
+    quantile_names = tff.structure.name_list(quantile_process.next.type_signature.result.measurements.member)
+
+    @tff.federated_computation()
+    def init_fn():
+      return tff.federated_zip((quantile_process.initialize(), inner_process.initialize()))
+
+    @tff.federated_computation(
+        init_fn.type_signature.result,
+        tff.FederatedType(value_type, tff.CLIENTS),
+        tff.FederatedType(weight_type, tff.CLIENTS),
+    )
+    def next_fn(state, value, weight):
+      norms = tff.federated_map(norm, value)
+      quantile = quantile_process.next(state[0], norms, weight)
+      threshold = tff.federated_map(threshold_of, quantile.result)
+      kept = tff.federated_map(filtered, (value, weight, norms, tff.federated_broadcast(threshold)))
+      dropped = count_process.next(count_process.initialize(), kept[2])
+      inner = inner_process.next(state[1], kept[0], kept[1])
+      measurements = collections.OrderedDict(
+          secure_average_calls=_total_calls(
+              (quantile.measurements, quantile_names), (inner.measurements, inner_names)
+          ),
+          threshold=threshold,
+          num_dropped_clients=dropped.result,
+          inner=inner.measurements,
+      )
+      return tff.templates.MeasuredProcessOutput(
+          state=tff.federated_zip((quantile.state, inner.state)),
+          result=inner.result,
+          measurements=tff.federated_zip(measurements),
+      )
+
+    return tff.templates.AggregationProcess(init_fn, next_fn)
+
+
+def _total_calls(*measurements_and_names):
+  """The sum of each process's `secure_average_calls` (1 for a process that reports none: a mean)."""
+  calls = [
+      measurements['secure_average_calls'] if 'secure_average_calls' in names
+      else tff.federated_value(np.int32(1), tff.SERVER)
+      for measurements, names in measurements_and_names
+  ]
+  dtypes = [c.type_signature.member.dtype for c in calls]
+  add = tff.tensorflow.computation(
+      lambda counts: tf.add_n([tf.cast(c, tf.int32) for c in counts]), tff.StructType(
+          [tff.TensorType(d) for d in dtypes]
+      )
+  )
+  return tff.federated_map(add, tff.federated_zip(tuple(calls)))

@@ -58,9 +58,10 @@ def main(argv):
   medians = round_time_medians()
   print(f'Round time on {_TASK.value} (synthetic data), {_CLIENTS_PER_ROUND.value} clients, median of '
         f'{_ROUNDS.value}: FedAvg {medians["fedavg"]:.3f} s, RFA {medians["rfa"]:.3f} s')
-  print(f'{"defence":<20} {"seconds":>8} {"/ FedAvg":>9} {"/ RFA":>7}')
+  width = max(len(name) for name in DEFENCES)
+  print(f'{"defence":<{width}} {"seconds":>8} {"/ FedAvg":>9} {"/ RFA":>7}')
   for name in ('rfa',) + DEFENCES:
-    print(f'{name:<20} {medians[name]:8.3f} {medians[name] / medians["fedavg"]:9.2f} '
+    print(f'{name:<{width}} {medians[name]:8.3f} {medians[name] / medians["fedavg"]:9.2f} '
           f'{medians[name] / medians["rfa"]:7.2f}')
   execution_context.stop_local_execution_context()
 

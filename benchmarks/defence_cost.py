@@ -3,10 +3,13 @@ r"""Round time of the secure-aggregation-compatible defences relative to FedAvg 
   python -m benchmarks.defence_cost [--task=emnist_cnn] [--rounds=10] [--clients_per_round=10]
 
 FedAvg, RFA (3 secure-average calls), bucketing over RFA's geometric median (`bucketing_rfa`, buckets of
-`--bucket_size`: one stacked secure sum of the bucket means, a key histogram, then RFA's 3 calls) and centered
-clipping (`--centered_clipping_iterations` secure averages) on the same task, model initialisation and cohort,
-rounds interleaved (`timing.round_time_medians`) so that drift in machine load hits all alike. Prints each
-defence's median round time divided by FedAvg's and by RFA's. Ratios, not absolute times, are the result.
+`--bucket_size`: one stacked secure sum of the bucket means, a key histogram, then RFA's 3 calls), centered
+clipping (`--centered_clipping_iterations` secure averages) and norm-filtered centered clipping
+(`filtered_centered_clipping`: 2 secure averages of 0/1 indicators for the median norm, then centered clipping's;
+`AlgorithmConfig`'s default k and tau, which change no shape or call count) on the same task, model
+initialisation and cohort, rounds interleaved (`timing.round_time_medians`) so that drift in machine load hits all
+alike. Prints each defence's median round time divided by FedAvg's and by RFA's. Ratios, not absolute times, are
+the result.
 """
 
 import os
@@ -22,7 +25,7 @@ from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 
-DEFENCES = ('bucketing_rfa', 'centered_clipping')
+DEFENCES = ('bucketing_rfa', 'centered_clipping', 'filtered_centered_clipping')
 
 _TASK = flags.DEFINE_enum('task', 'emnist_cnn', tasks.TASK_NAMES, 'Task of the round-time comparison.')
 _ROUNDS = flags.DEFINE_integer('rounds', 10, 'Timed rounds per algorithm (after one warm-up).', lower_bound=1)
@@ -55,9 +58,10 @@ def main(argv):
   medians = round_time_medians()
   print(f'Round time on {_TASK.value} (synthetic data), {_CLIENTS_PER_ROUND.value} clients, median of '
         f'{_ROUNDS.value}: FedAvg {medians["fedavg"]:.3f} s, RFA {medians["rfa"]:.3f} s')
-  print(f'{"defence":<20} {"seconds":>8} {"/ FedAvg":>9} {"/ RFA":>7}')
+  width = max(len(name) for name in DEFENCES)
+  print(f'{"defence":<{width}} {"seconds":>8} {"/ FedAvg":>9} {"/ RFA":>7}')
   for name in ('rfa',) + DEFENCES:
-    print(f'{name:<20} {medians[name]:8.3f} {medians[name] / medians["fedavg"]:9.2f} '
+    print(f'{name:<{width}} {medians[name]:8.3f} {medians[name] / medians["fedavg"]:9.2f} '
           f'{medians[name] / medians["rfa"]:7.2f}')
   execution_context.stop_local_execution_context()
 

@@ -46,7 +46,8 @@ _ALGORITHMS = flags.DEFINE_list(
 _CORRUPTIONS = flags.DEFINE_list('corruptions', ['data', 'omniscient'], 'Corruptions (data, label_flipping, gaussian, omniscient, alie, ipm, sign_flipping).')
 _DATA_FRACTIONS = flags.DEFINE_list('data_fractions', ['0', '0.01', '0.1', '0.25'], 'rho for data corruption.')
 _UPDATE_FRACTIONS = flags.DEFINE_list(
-    'update_fractions', ['0', '0.01', '0.1', '0.25', '0.4'], 'rho for gaussian and omniscient corruption.'
+    'update_fractions', ['0', '0.01', '0.1', '0.25', '0.4'],
+    'rho for every corruption but data: label_flipping and the update attacks (gaussian, omniscient, alie, ...).'
 )
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1'], 'Seeds (client sampling and the corrupted set).')
 _TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Task.')

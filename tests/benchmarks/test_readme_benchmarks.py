@@ -19,7 +19,7 @@ _SHRUNK = {
     'benchmarks.fedplus_cost': (['--rounds=1', '--store_parameters=1000'], 'fedplus_avg'),
     'benchmarks.mtfeel_cost': (['--rounds=1'], 'signsgd'),
     'benchmarks.isolation_cost': (['--rounds=1', '--task=digits', '--algorithms=fedavg'], 'fedavg'),
-    'benchmarks.defence_cost': (['--rounds=1', '--task=digits'], 'centered_clipping'),
+    'benchmarks.defence_cost': (['--rounds=1', '--task=digits'], 'filtered_centered_clipping'),
     'benchmarks.parallel_workers': (['--quick'], '2 / 1 ='),
 }
 

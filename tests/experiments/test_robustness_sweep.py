@@ -73,6 +73,17 @@ def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(tmp
   assert '--total_rounds was 1, now 2' in changed.stderr and 'give a new --experiment_name' in changed.stderr
 
 
+def test_label_flipping_runs_at_the_update_fractions(tmp_path):
+  result = _sweep(tmp_path, '--corruptions=label_flipping', '--update_fractions=0,0.3', '--seeds=0',
+                  '--total_rounds=1')
+  assert result.returncode == 0, result.stderr[-3000:]
+  with open(tmp_path / 's' / 'results.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert [(r['corruption'], r['fraction']) for r in rows] == [('none', '0.0'), ('label_flipping', '0.3')]
+  assert float(rows[1]['corruption_weight_share']) >= 0.3
+  assert '## label_flipping corruption' in (tmp_path / 's' / 'results.md').read_text()
+
+
 def test_a_sweep_recorded_before_the_server_and_validation_flags_resumes_at_their_defaults(tmp_path):
   first = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
   assert first.returncode == 0, first.stderr[-3000:]

@@ -151,6 +151,7 @@ def _refusal(flag_values, argv) -> str:
         ('--clipping_norm=0', 'clipping_norm'),
         ('--bucket_size=0', 'bucket_size'),
         ('--centered_clipping_radius=0', 'centered_clipping_radius'),
+        ('--norm_filter_multiplier=0.5', 'norm_filter_multiplier'),
         ('--centered_clipping_iterations=0', 'centered_clipping_iterations'),
         ('--conformity_level=0', 'conformity_level'),
         ('--conformity_level=1.5', 'conformity_level'),

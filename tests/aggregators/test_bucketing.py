@@ -12,14 +12,9 @@ from tff_robust.aggregators import geometric_median
 from tff_robust.aggregators import privacy
 from tff_robust.aggregators import secure_geometric_median
 from tff_robust.core import weiszfeld
+from tests.aggregators import two_tensor_points
 
-_VALUE_TYPE = tff.to_type([(np.float32, [3]), (np.float32, [2])])
-_WEIGHT_TYPE = tff.TensorType(np.float32)
 _SMOOTHING = 1e-3
-
-
-def _values(points):
-  return [[p[:3], p[3:]] for p in np.asarray(points, np.float32)]
 
 
 def _cloud(seed, num_clients=10):
@@ -32,7 +27,7 @@ def _cloud(seed, num_clients=10):
 def _buckets(points, round_num, bucket_size, num_buckets, seed=0):
   """The fixed permutation of `keys='hashed'`: keys from `bucketing.hashed_key`, ranked here in NumPy."""
   keys = np.array([int(bucketing.hashed_key(value, seed, round_num, bucketing.DEFAULT_KEY_BINS))
-                   for value in _values(points)])
+                   for value in two_tensor_points.client_values(points)])
   ranks = np.array([np.count_nonzero(keys < key) for key in keys])
   return np.minimum(ranks // bucket_size, num_buckets - 1)
 
@@ -51,7 +46,7 @@ def _process(bucket_size, max_clients=10):
   return bucketing.BucketingFactory(
       geometric_median.GeometricMedianFactory(num_passes=4, smoothing=_SMOOTHING),
       bucket_size=bucket_size, max_clients=max_clients, keys='hashed',
-  ).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  ).create(*two_tensor_points.TYPES)
 
 
 def test_two_rounds_match_the_numpy_reference_with_each_rounds_permutation():
@@ -59,7 +54,7 @@ def test_two_rounds_match_the_numpy_reference_with_each_rounds_permutation():
   assignments = []
   for round_num, seed in enumerate((1, 2)):
     points, weights = _cloud(seed)
-    output = process.next(state, _values(points), list(weights))
+    output = process.next(state, two_tensor_points.client_values(points), list(weights))
     state = output.state
     buckets = _buckets(points, round_num, 2, 5)
     assignments.append(buckets)
@@ -75,7 +70,7 @@ def test_two_rounds_match_the_numpy_reference_with_each_rounds_permutation():
 def test_bucket_size_one_is_the_inner_rule_over_the_clients():
   points, weights = _cloud(3)
   process = _process(1)
-  output = process.next(process.initialize(), _values(points), list(weights))
+  output = process.next(process.initialize(), two_tensor_points.client_values(points), list(weights))
   expected = weiszfeld.smoothed_weiszfeld(points.astype(np.float64), weights.astype(np.float64), num_passes=4,
                                           smoothing=_SMOOTHING, init='mean').iterates[-1]
   np.testing.assert_allclose(np.concatenate(output.result), expected, rtol=1e-5, atol=1e-5)
@@ -84,8 +79,8 @@ def test_bucket_size_one_is_the_inner_rule_over_the_clients():
 def test_over_a_mean_it_is_the_weighted_mean_and_a_smaller_cohort_leaves_buckets_empty():
   points, weights = _cloud(4, num_clients=7)
   process = bucketing.BucketingFactory(
-      tff.aggregators.MeanFactory(), bucket_size=3, max_clients=12).create(_VALUE_TYPE, _WEIGHT_TYPE)
-  output = process.next(process.initialize(), _values(points), list(weights))
+      tff.aggregators.MeanFactory(), bucket_size=3, max_clients=12).create(*two_tensor_points.TYPES)
+  output = process.next(process.initialize(), two_tensor_points.client_values(points), list(weights))
   np.testing.assert_allclose(np.concatenate(output.result), np.average(points, axis=0, weights=weights), rtol=1e-5)
   np.testing.assert_array_equal(output.measurements['bucket_sizes'], [3, 3, 1, 0])
   assert output.measurements['num_buckets'] == 3
@@ -95,7 +90,7 @@ def test_nonfinite_clients_are_counted_and_weigh_nothing():
   points, weights = _cloud(5)
   points[4, 0] = np.nan
   process = _process(2)
-  output = process.next(process.initialize(), _values(points), list(weights))
+  output = process.next(process.initialize(), two_tensor_points.client_values(points), list(weights))
   cleaned, kept = points.copy(), weights.copy()
   cleaned[4], kept[4] = 0.0, 0.0  # what the factory keys, buckets and sums: zeros with weight 0
   buckets = _buckets(cleaned, 0, 2, 5)
@@ -116,11 +111,11 @@ def test_over_the_secure_geometric_median_every_client_value_is_securely_summed_
       bucket_size=2, max_clients=10, keys='hashed', sum_factory=tff.aggregators.SecureSumFactory(60.0),  # W V
       count_factory=tff.aggregators.SecureSumFactory(1, 0),
   )
-  process = factory.create(_VALUE_TYPE, _WEIGHT_TYPE)
+  process = factory.create(*two_tensor_points.TYPES)
   assert privacy.non_secure_intrinsics(process.next) == frozenset()
   privacy.assert_client_values_aggregated_securely(process.next)
   points, weights = _cloud(6)
-  output = process.next(process.initialize(), _values(points), list(weights))
+  output = process.next(process.initialize(), two_tensor_points.client_values(points), list(weights))
   buckets = _buckets(points, 0, 2, 5)
   expected = _reference(points, weights, buckets, num_passes=4, smoothing=smoothing)
   np.testing.assert_allclose(np.concatenate(output.result), expected, atol=1e-4)  # 32-bit quantisation
@@ -149,9 +144,9 @@ def test_identical_updates_fill_random_buckets_but_share_one_hashed_key(keys):
   """Ten clients sending the same update (as omniscient attackers do): random keys spread them over the five
   buckets (two clients per bucket unless two keys collide), hashed keys put all ten into one bucket."""
   process = bucketing.BucketingFactory(
-      tff.aggregators.MeanFactory(), bucket_size=2, max_clients=10, keys=keys).create(_VALUE_TYPE, _WEIGHT_TYPE)
+      tff.aggregators.MeanFactory(), bucket_size=2, max_clients=10, keys=keys).create(*two_tensor_points.TYPES)
   x = np.arange(5, dtype=np.float32)
-  output = process.next(process.initialize(), _values([x] * 10), [np.float32(1.0)] * 10)
+  output = process.next(process.initialize(), two_tensor_points.client_values([x] * 10), [np.float32(1.0)] * 10)
   np.testing.assert_allclose(np.concatenate(output.result), x)
   sizes = output.measurements['bucket_sizes']
   assert sizes.sum() == 10

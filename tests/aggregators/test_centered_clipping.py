@@ -6,9 +6,7 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import centered_clipping
 from tff_robust.aggregators import privacy
-
-_VALUE_TYPE = tff.to_type([(np.float32, [3]), (np.float32, [2])])
-_WEIGHT_TYPE = tff.TensorType(np.float32)
+from tests.aggregators import two_tensor_points
 
 
 def _reference(points, weights, tau, num_iterations, center):
@@ -22,12 +20,6 @@ def _reference(points, weights, tau, num_iterations, center):
   return v
 
 
-def _run(process, state, points, weights):
-  values = [[p[:3], p[3:]] for p in np.asarray(points, np.float32)]
-  output = process.next(state, values, [np.float32(w) for w in weights])
-  return output.state, np.concatenate(output.result), output.measurements
-
-
 def _cloud(seed):
   rng = np.random.default_rng(seed)
   points = rng.normal(size=(8, 5))
@@ -37,12 +29,12 @@ def _cloud(seed):
 
 def test_two_rounds_match_the_numpy_reference_centred_at_the_previous_aggregate():
   tau, num_iterations = 0.8, 3
-  process = centered_clipping.CenteredClippingFactory(tau, num_iterations).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  process = centered_clipping.CenteredClippingFactory(tau, num_iterations).create(*two_tensor_points.TYPES)
   state = process.initialize()
   expected = np.zeros(5)
   for seed in (1, 2):
     points, weights = _cloud(seed)
-    state, result, measurements = _run(process, state, points, weights)
+    state, result, measurements = two_tensor_points.run_round(process, state, points, weights)
     expected = _reference(points, weights, tau, num_iterations, expected)
     np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
     assert measurements['secure_average_calls'] == num_iterations
@@ -54,8 +46,8 @@ def test_two_rounds_match_the_numpy_reference_centred_at_the_previous_aggregate(
 def test_clipped_count_is_the_clients_beyond_tau_at_the_last_iterate():
   tau, num_iterations = 0.5, 2
   points, weights = _cloud(3)
-  process = centered_clipping.CenteredClippingFactory(tau, num_iterations).create(_VALUE_TYPE, _WEIGHT_TYPE)
-  _, _, measurements = _run(process, process.initialize(), points, weights)
+  process = centered_clipping.CenteredClippingFactory(tau, num_iterations).create(*two_tensor_points.TYPES)
+  _, _, measurements = two_tensor_points.run_round(process, process.initialize(), points, weights)
   center = _reference(points, weights, tau, num_iterations - 1, np.zeros(5))
   assert measurements['clipped_count'] == np.count_nonzero(np.linalg.norm(points - center, axis=1) > tau)
 
@@ -63,8 +55,8 @@ def test_clipped_count_is_the_clients_beyond_tau_at_the_last_iterate():
 def test_nonfinite_clients_are_left_out_and_counted():
   points, weights = _cloud(4)
   points[5, 1] = np.inf
-  process = centered_clipping.CenteredClippingFactory(1.0, 2).create(_VALUE_TYPE, _WEIGHT_TYPE)
-  _, result, measurements = _run(process, process.initialize(), points, weights)
+  process = centered_clipping.CenteredClippingFactory(1.0, 2).create(*two_tensor_points.TYPES)
+  _, result, measurements = two_tensor_points.run_round(process, process.initialize(), points, weights)
   keep = np.arange(8) != 5
   np.testing.assert_allclose(result, _reference(points[keep], weights[keep], 1.0, 2, np.zeros(5)), rtol=1e-5,
                              atol=1e-5)
@@ -77,11 +69,11 @@ def test_secure_configuration_sums_nothing_in_plain_and_matches():
       tau, 2, mean_factory=centered_clipping.secure_mean_factory(tau, max_weight),
       count_factory=tff.aggregators.SecureSumFactory(1, 0),
   )
-  process = factory.create(_VALUE_TYPE, _WEIGHT_TYPE)
+  process = factory.create(*two_tensor_points.TYPES)
   assert privacy.non_secure_intrinsics(process.next) == frozenset()
   privacy.assert_client_values_aggregated_securely(process.next)
   points, weights = _cloud(5)
-  _, result, measurements = _run(process, process.initialize(), points, weights)
+  _, result, measurements = two_tensor_points.run_round(process, process.initialize(), points, weights)
   np.testing.assert_allclose(result, _reference(points, weights, tau, 2, np.zeros(5)), atol=1e-4)
   assert measurements['mean']['mean_value']['secure_upper_clipped_count'] == 0
   assert measurements['mean']['mean_value']['secure_lower_clipped_count'] == 0

@@ -8,10 +8,7 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import delta_median
 from tff_robust.core import fedplus
-
-# Two tensors, so the 'l2' norm must be taken over the whole structure.
-_VALUE_TYPE = tff.to_type([(np.float32, [3]), (np.float32, [2])])
-_WEIGHT_TYPE = tff.TensorType(np.float32)
+from tests.aggregators import two_tensor_points
 
 
 @functools.lru_cache(maxsize=None)
@@ -19,13 +16,7 @@ def _process(norm, solver, delta=0.5, max_iterations=12, tolerance=0.0):
   factory = delta_median.DeltaMedianFactory(
       norm, delta, solver=solver, max_iterations=max_iterations, tolerance=tolerance
   )
-  return factory.create(_VALUE_TYPE, _WEIGHT_TYPE)
-
-
-def _aggregate(process, points, weights):
-  values = [[p[:3], p[3:]] for p in np.asarray(points, np.float32)]
-  output = process.next(process.initialize(), values, [np.float32(w) for w in weights])
-  return np.concatenate(output.result), output.measurements
+  return factory.create(*two_tensor_points.TYPES)
 
 
 def _cloud(seed, num_points=7, outlier=20.0):
@@ -42,7 +33,7 @@ def test_matches_the_numpy_iterations_step_for_step(norm, solver):
   kind = norm
   reference = fedplus.aggregate(points, 0.5, kind, weights=weights, solver=solver, max_iterations=12,
                                 tolerance=0.0)
-  result, measurements = _aggregate(_process(norm, solver), points, weights)
+  result, measurements = two_tensor_points.aggregate_once(_process(norm, solver), points, weights)
   np.testing.assert_allclose(result, reference.aggregate, rtol=1e-5, atol=1e-5)
   assert measurements['iterations'] == 12
   assert measurements['secure_average_calls'] == 13
@@ -53,7 +44,7 @@ def test_matches_the_numpy_iterations_step_for_step(norm, solver):
 def test_irls_reaches_the_fixed_point_of_eq_49(norm):
   points, weights = _cloud(1)
   process = _process(norm, 'irls', max_iterations=60, tolerance=1e-6)
-  result, measurements = _aggregate(process, points, weights)
+  result, measurements = two_tensor_points.aggregate_once(process, points, weights)
   assert measurements['converged'] == 1
   assert measurements['iterations'] < 60
   residual = fedplus.fixed_point_residual(result, points, 0.5, norm, weights=weights)
@@ -65,12 +56,12 @@ def test_irls_reaches_the_fixed_point_of_eq_49(norm):
 def test_a_far_outlier_does_not_stall_the_irls_solver():
   clean, weights = _cloud(2, outlier=0.0)
   process = _process('l2', 'irls', delta=0.1, max_iterations=60, tolerance=1e-5)
-  clean_result, _ = _aggregate(process, clean, weights)
+  clean_result, _ = two_tensor_points.aggregate_once(process, clean, weights)
   shifts = []
   for distance in (10.0, 1e3, 1e6):
     points = clean.copy()
     points[0] += distance
-    result, measurements = _aggregate(process, points, weights)
+    result, measurements = two_tensor_points.aggregate_once(process, points, weights)
     assert measurements['converged'] == 1, distance
     shifts.append(np.linalg.norm(result - clean_result))
   assert max(shifts) < 1.0
@@ -80,7 +71,9 @@ def test_a_far_outlier_does_not_stall_the_irls_solver():
 def test_the_fixed_point_iteration_moves_at_most_delta_per_step():
   points, weights = _cloud(3, outlier=1e3)
   mean = np.average(points, axis=0, weights=weights)
-  result, measurements = _aggregate(_process('l2', 'fixed_point', delta=0.5, max_iterations=12), points, weights)
+  result, measurements = two_tensor_points.aggregate_once(
+      _process('l2', 'fixed_point', delta=0.5, max_iterations=12), points, weights
+  )
   assert measurements['converged'] == 0
   assert np.linalg.norm(result - mean) <= 12 * 0.5 + 1e-4
 
@@ -90,7 +83,7 @@ def test_nonfinite_clients_are_dropped_and_counted():
   poisoned = points.copy()
   poisoned[2, 1] = np.nan
   process = _process('l1', 'irls', max_iterations=40, tolerance=1e-6)
-  result, measurements = _aggregate(process, poisoned, weights)
+  result, measurements = two_tensor_points.aggregate_once(process, poisoned, weights)
   keep = np.arange(len(points)) != 2
   expected = fedplus.aggregate(points[keep], 0.5, 'l1', weights=weights[keep], solver='irls',
                                max_iterations=200, tolerance=1e-9)
@@ -100,7 +93,7 @@ def test_nonfinite_clients_are_dropped_and_counted():
 
 def test_all_equal_values_aggregate_to_that_value():
   points = np.tile(np.arange(5.0), (4, 1))
-  result, measurements = _aggregate(_process('l2', 'irls'), points, np.ones(4))
+  result, measurements = two_tensor_points.aggregate_once(_process('l2', 'irls'), points, np.ones(4))
   np.testing.assert_allclose(result, np.arange(5.0), atol=1e-6)
   assert measurements['converged'] == 1
 

@@ -9,10 +9,7 @@ import tensorflow_federated as tff
 from tff_robust.aggregators import geometric_median
 from tff_robust.aggregators import privacy
 from tff_robust.core import weiszfeld
-
-# A value with two tensors, so that the norm must be taken over the whole structure (not per tensor).
-_VALUE_TYPE = tff.to_type([(np.float32, [3]), (np.float32, [2])])
-_WEIGHT_TYPE = tff.TensorType(np.float32)
+from tests.aggregators import two_tensor_points
 
 
 @functools.lru_cache(maxsize=None)
@@ -20,13 +17,7 @@ def _process(num_passes=3, init='mean', smoothing=1e-6, mean_factory=None):
   factory = geometric_median.GeometricMedianFactory(
       num_passes=num_passes, smoothing=smoothing, init=init, mean_factory=mean_factory
   )
-  return factory.create(_VALUE_TYPE, _WEIGHT_TYPE)
-
-
-def _aggregate(process, points, weights):
-  values = [[p[:3], p[3:]] for p in np.asarray(points, np.float32)]
-  output = process.next(process.initialize(), values, [np.float32(w) for w in weights])
-  return np.concatenate(output.result), output.measurements
+  return factory.create(*two_tensor_points.TYPES)
 
 
 def _random_cloud(seed, num_points=9):
@@ -41,7 +32,7 @@ def test_every_iterate_and_objective_match_the_numpy_reference(init):
   points, weights = _random_cloud(seed=0)
   reference = weiszfeld.smoothed_weiszfeld(points, weights, num_passes=4, smoothing=1e-6, init=init)
   for num_passes in (1, 2, 4):  # a process with k passes returns the reference's k-th iterate
-    result, measurements = _aggregate(_process(num_passes, init), points, weights)
+    result, measurements = two_tensor_points.aggregate_once(_process(num_passes, init), points, weights)
     np.testing.assert_allclose(result, reference.iterates[num_passes - 1], rtol=1e-5, atol=1e-5)
     num_objectives = num_passes - 1 if init == 'mean' else num_passes
     np.testing.assert_allclose(
@@ -54,7 +45,7 @@ def test_every_iterate_and_objective_match_the_numpy_reference(init):
 def test_median_of_symmetric_points_is_their_centre():
   centre = np.array([1.0, -2.0, 0.5, 3.0, -1.0], np.float32)
   offsets = np.concatenate([np.eye(5), -np.eye(5)]).astype(np.float32) * np.arange(1, 6, dtype=np.float32)
-  result, _ = _aggregate(_process(num_passes=20, init='zero'), centre + offsets, np.ones(10))
+  result, _ = two_tensor_points.aggregate_once(_process(num_passes=20, init='zero'), centre + offsets, np.ones(10))
   np.testing.assert_allclose(result, centre, atol=1e-4)
 
 
@@ -65,7 +56,7 @@ def test_median_stays_bounded_when_less_than_half_the_weight_is_moved_far(distan
   rng = np.random.default_rng(5)
   inliers = rng.normal(size=(12, 5)).astype(np.float32)
   points = np.concatenate([inliers, np.full((8, 5), distance, np.float32)])
-  median, _ = _aggregate(_process(num_passes=60), points, np.ones(20))
+  median, _ = two_tensor_points.aggregate_once(_process(num_passes=60), points, np.ones(20))
   assert np.linalg.norm(points.mean(0) - inliers.mean(0)) > 0.3 * distance  # the mean follows them ...
   assert np.linalg.norm(median - inliers.mean(0)) < 3.0  # ... the median moves a bounded distance
 
@@ -79,7 +70,7 @@ def test_nonfinite_clients_get_zero_weight_and_are_counted():
   expected = weiszfeld.smoothed_weiszfeld(
       points[keep], weights[keep], num_passes=3, smoothing=1e-6, init='mean'
   ).iterates[-1]
-  result, measurements = _aggregate(_process(), corrupted, weights)
+  result, measurements = two_tensor_points.aggregate_once(_process(), corrupted, weights)
   np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
   assert measurements['num_nonfinite_clients'] == 2
 
@@ -88,17 +79,17 @@ def test_nonfinite_weight_is_dropped():
   points, weights = _random_cloud(seed=2)
   weights = weights.copy()
   weights[0] = np.nan
-  result, measurements = _aggregate(_process(), points, weights)
+  result, measurements = two_tensor_points.aggregate_once(_process(), points, weights)
   assert np.all(np.isfinite(result)) and measurements['num_nonfinite_clients'] == 1
 
 
 @pytest.mark.parametrize('init', ['mean', 'zero'])
 def test_no_weight_left_gives_a_zero_aggregate_not_nan(init):
   points = np.full((3, 5), np.nan, np.float32)
-  result, measurements = _aggregate(_process(3, init), points, np.ones(3))
+  result, measurements = two_tensor_points.aggregate_once(_process(3, init), points, np.ones(3))
   np.testing.assert_array_equal(result, np.zeros(5))
   assert measurements['num_nonfinite_clients'] == 3
-  result, _ = _aggregate(_process(3, init), np.ones((3, 5)), np.zeros(3))
+  result, _ = two_tensor_points.aggregate_once(_process(3, init), np.ones((3, 5)), np.zeros(3))
   np.testing.assert_array_equal(result, np.zeros(5))
 
 
@@ -117,16 +108,16 @@ def test_secure_sum_backed_mean_gives_the_median_up_to_quantisation():
   reference = weiszfeld.smoothed_weiszfeld(points, weights, num_passes=3, smoothing=1e-3, init='mean')
   process = geometric_median.GeometricMedianFactory(
       smoothing=1e-3, mean_factory=_secure_mean_factory()
-  ).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  ).create(*two_tensor_points.TYPES)
   assert 'federated_secure_sum_bitwidth' in privacy.intrinsic_uris(process.next)
-  result, _ = _aggregate(process, points, weights)
+  result, _ = two_tensor_points.aggregate_once(process, points, weights)
   np.testing.assert_allclose(result, reference.iterates[-1], atol=1e-5)
 
 
 @pytest.mark.parametrize('mean_factory', [None, _secure_mean_factory()], ids=['default', 'secure'])
 def test_computation_uses_only_secure_aggregation_intrinsics(mean_factory):
   process = geometric_median.GeometricMedianFactory(mean_factory=mean_factory).create(
-      _VALUE_TYPE, _WEIGHT_TYPE
+      *two_tensor_points.TYPES
   )
   uris = privacy.intrinsic_uris(process.next)
   assert 'federated_broadcast' in uris  # the Weiszfeld passes really broadcast the iterate
@@ -163,9 +154,9 @@ def test_bad_arguments_name_the_argument(kwargs, error, message):
 @pytest.mark.parametrize(
     'value_type, weight_type, message',
     [
-        (tff.TensorType(np.int32, [3]), _WEIGHT_TYPE, 'value_type'),
-        (tff.to_type([(np.float32, [3]), (np.int64, [2])]), _WEIGHT_TYPE, 'value_type'),
-        (tff.FederatedType(np.float32, tff.CLIENTS), _WEIGHT_TYPE, 'value_type'),
+        (tff.TensorType(np.int32, [3]), two_tensor_points.WEIGHT_TYPE, 'value_type'),
+        (tff.to_type([(np.float32, [3]), (np.int64, [2])]), two_tensor_points.WEIGHT_TYPE, 'value_type'),
+        (tff.FederatedType(np.float32, tff.CLIENTS), two_tensor_points.WEIGHT_TYPE, 'value_type'),
         (tff.TensorType(np.float32, [3]), tff.TensorType(np.bool_), 'weight_type'),
         (tff.TensorType(np.float32, [3]), tff.TensorType(np.float32, [2]), 'weight_type'),
     ],

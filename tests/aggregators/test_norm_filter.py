@@ -10,9 +10,7 @@ from tff_robust.aggregators import norm_filter
 from tff_robust.aggregators import privacy
 from tff_robust.core import superquantile
 from tests.aggregators.test_centered_clipping import _reference as centered_clipping_reference
-
-_VALUE_TYPE = tff.to_type([(np.float32, [3]), (np.float32, [2])])
-_WEIGHT_TYPE = tff.TensorType(np.float32)
+from tests.aggregators import two_tensor_points
 
 
 def _kept(points, weights, multiplier, level):
@@ -20,12 +18,6 @@ def _kept(points, weights, multiplier, level):
   norms = np.linalg.norm(points, axis=1)
   threshold = multiplier * superquantile.weighted_quantile(norms, weights, level, end='upper')
   return np.where(norms <= threshold, weights, 0.0), threshold
-
-
-def _run(process, state, points, weights):
-  values = [[p[:3], p[3:]] for p in np.asarray(points, np.float32)]
-  output = process.next(state, values, [np.float32(w) for w in weights])
-  return output.state, np.concatenate(output.result), output.measurements
 
 
 def _cloud(seed):
@@ -41,8 +33,8 @@ def test_mean_of_the_kept_clients_matches_the_reference(multiplier, level):
   points, weights = _cloud(1)
   process = norm_filter.NormFilterFactory(
       tff.aggregators.MeanFactory(), multiplier, level
-  ).create(_VALUE_TYPE, _WEIGHT_TYPE)
-  _, result, measurements = _run(process, process.initialize(), points, weights)
+  ).create(*two_tensor_points.TYPES)
+  _, result, measurements = two_tensor_points.run_round(process, process.initialize(), points, weights)
   kept, threshold = _kept(points, weights, multiplier, level)
   np.testing.assert_allclose(result, kept @ points / kept.sum(), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(measurements['threshold'], threshold, rtol=3e-3)
@@ -54,11 +46,11 @@ def test_over_centered_clipping_two_rounds_match_the_reference_and_drop_the_far_
   tau, iterations, multiplier = 0.5, 3, 2.0
   process = norm_filter.NormFilterFactory(
       centered_clipping.CenteredClippingFactory(tau, iterations), multiplier
-  ).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  ).create(*two_tensor_points.TYPES)
   state, expected = process.initialize(), np.zeros(5)
   for seed in (2, 3):
     points, weights = _cloud(seed)
-    state, result, measurements = _run(process, state, points, weights)
+    state, result, measurements = two_tensor_points.run_round(process, state, points, weights)
     kept, _ = _kept(points, weights, multiplier, 0.5)
     assert np.all(kept[:2] == 0)
     expected = centered_clipping_reference(points, kept, tau, iterations, expected)
@@ -69,8 +61,8 @@ def test_over_centered_clipping_two_rounds_match_the_reference_and_drop_the_far_
 def test_nonfinite_clients_are_dropped():
   points, weights = _cloud(4)
   points[5, 1] = np.nan
-  process = norm_filter.NormFilterFactory(tff.aggregators.MeanFactory(), 2.0).create(_VALUE_TYPE, _WEIGHT_TYPE)
-  _, result, measurements = _run(process, process.initialize(), points, weights)
+  process = norm_filter.NormFilterFactory(tff.aggregators.MeanFactory(), 2.0).create(*two_tensor_points.TYPES)
+  _, result, measurements = two_tensor_points.run_round(process, process.initialize(), points, weights)
   finite = np.arange(10) != 5
   kept, _ = _kept(points[finite], weights[finite], 2.0, 0.5)
   np.testing.assert_allclose(result, kept @ points[finite] / kept.sum(), rtol=1e-5, atol=1e-5)
@@ -94,12 +86,12 @@ def test_secure_configuration_sums_nothing_in_plain():
       ),
       count_factory=tff.aggregators.SecureSumFactory(1, 0),
   )
-  process = factory.create(_VALUE_TYPE, _WEIGHT_TYPE)
+  process = factory.create(*two_tensor_points.TYPES)
   assert not privacy.non_secure_intrinsics(process.next)
   privacy.assert_client_values_aggregated_securely(process.next)
   # The default configuration sums in plain (no gathering, but not secure sums either).
   plain = norm_filter.NormFilterFactory(centered_clipping.CenteredClippingFactory(tau, 2), 2.0)
-  assert privacy.plain_client_aggregations(plain.create(_VALUE_TYPE, _WEIGHT_TYPE).next)
+  assert privacy.plain_client_aggregations(plain.create(*two_tensor_points.TYPES).next)
 
 
 @pytest.mark.parametrize('kwargs,message', [

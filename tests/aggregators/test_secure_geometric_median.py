@@ -18,10 +18,9 @@ from tff_robust.aggregators import privacy
 from tff_robust.aggregators import secure_geometric_median
 from tff_robust.core import weiszfeld
 from tests.processes import small_model
+from tests.aggregators import two_tensor_points
 
 _NUM_ELEMENTS = 5
-_VALUE_TYPE = tff.to_type([(np.float32, [3]), (np.float32, [2])])
-_WEIGHT_TYPE = tff.TensorType(np.float32)
 _VALUE_BOUND = 10.0
 _SMOOTHING = 1e-2
 
@@ -31,13 +30,7 @@ def _secure(max_client_weight, init='mean', num_passes=3):
   return secure_geometric_median.SecureGeometricMedianFactory(
       value_bound=_VALUE_BOUND, max_client_weight=max_client_weight, smoothing=_SMOOTHING,
       num_passes=num_passes, init=init,
-  ).create(_VALUE_TYPE, _WEIGHT_TYPE)
-
-
-def _aggregate(process, points, weights):
-  values = [[p[:3], p[3:]] for p in np.asarray(points, np.float32)]
-  output = process.next(process.initialize(), values, [np.float32(w) for w in weights])
-  return np.concatenate(output.result), output.measurements
+  ).create(*two_tensor_points.TYPES)
 
 
 def _cloud(seed, max_client_weight, num_points=9):
@@ -82,10 +75,12 @@ def test_the_bounds_follow_from_nu_the_weights_and_the_value_bound():
 @pytest.mark.parametrize('init', ['mean', 'zero'])
 def test_matches_the_non_secure_median_to_the_quantisation_tolerance(max_client_weight, init):
   points, weights = _cloud(seed=3, max_client_weight=max_client_weight)
-  exact = geometric_median.GeometricMedianFactory(smoothing=_SMOOTHING, init=init).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  exact = geometric_median.GeometricMedianFactory(smoothing=_SMOOTHING, init=init).create(*two_tensor_points.TYPES)
   reference = weiszfeld.smoothed_weiszfeld(points, weights, num_passes=3, smoothing=_SMOOTHING, init=init)
-  secure_result, secure_measurements = _aggregate(_secure(max_client_weight, init), points, weights)
-  exact_result, exact_measurements = _aggregate(exact, points, weights)
+  secure_result, secure_measurements = two_tensor_points.aggregate_once(
+      _secure(max_client_weight, init), points, weights
+  )
+  exact_result, exact_measurements = two_tensor_points.aggregate_once(exact, points, weights)
   np.testing.assert_allclose(exact_result, reference.iterates[-1], rtol=1e-5, atol=1e-5)
   tolerance = _quantisation_tolerance(points, weights, reference.iterates[-1], num_passes=3)
   assert tolerance < 1e-3
@@ -107,8 +102,8 @@ def test_fixed_bounds_below_the_weiszfeld_weights_would_clip_silently():
       no_nan_division=True,
   )
   clipped = geometric_median.GeometricMedianFactory(smoothing=_SMOOTHING, mean_factory=fixed)
-  clipped_result, _ = _aggregate(clipped.create(_VALUE_TYPE, _WEIGHT_TYPE), points, weights)
-  secure_result, _ = _aggregate(_secure(50), points, weights)
+  clipped_result, _ = two_tensor_points.aggregate_once(clipped.create(*two_tensor_points.TYPES), points, weights)
+  secure_result, _ = two_tensor_points.aggregate_once(_secure(50), points, weights)
   median = weiszfeld.smoothed_weiszfeld(points, weights, num_passes=3, smoothing=_SMOOTHING, init='mean')
   error = lambda result: np.abs(result - median.iterates[-1]).max()
   assert error(clipped_result) > 100 * max(error(secure_result), 1e-6)
@@ -123,14 +118,14 @@ def test_a_client_beyond_the_stated_bounds_is_reported(where):
     points[6, 0] = -1.5 * _VALUE_BOUND
   else:
     weights[4] = 51.0
-  _, measurements = _aggregate(_secure(50), points, weights)
+  _, measurements = two_tensor_points.aggregate_once(_secure(50), points, weights)
   assert measurements['num_clients_beyond_bounds'] == 1
 
 
 def test_nonfinite_clients_are_counted_apart_and_not_as_beyond_bounds():
   points, weights = _cloud(seed=6, max_client_weight=1)
   points[3, 0] = np.nan
-  result, measurements = _aggregate(_secure(1), points, weights)
+  result, measurements = two_tensor_points.aggregate_once(_secure(1), points, weights)
   assert np.all(np.isfinite(result))
   assert measurements['num_nonfinite_clients'] == 1
   assert measurements['num_clients_beyond_bounds'] == 0
@@ -157,7 +152,6 @@ def test_bad_arguments_name_the_argument(kwargs, message):
   arguments = dict(value_bound=1.0, max_client_weight=1.0, smoothing=1e-2) | kwargs
   with pytest.raises(ValueError, match=message):
     secure_geometric_median.SecureGeometricMedianFactory(**arguments)
-
 
 
 def test_is_a_model_aggregator_of_tff_fedavg():

@@ -53,11 +53,7 @@ def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
     _, stderr = process.communicate(timeout=120)
     group_emptied = train_runs.process_group_is_empty(process.pid)
   finally:  # whatever failed, nothing of the run outlives the test
-    try:
-      os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-      pass
-    process.wait()
+    train_runs.kill_process_group(process)
   assert group_emptied, 'a process of the run (the TFF worker?) outlived it'
   assert process.returncode == 130, stderr[-3000:]
   assert 'Traceback' not in stderr and 'KeyboardInterrupt' not in stderr, stderr[-3000:]

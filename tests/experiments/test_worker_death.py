@@ -42,11 +42,7 @@ def test_a_run_whose_worker_is_killed_stops_with_one_line_naming_the_signal_and_
     seconds_to_stop = time.monotonic() - killed_at
     group_emptied = stderr is not None and train_runs.process_group_is_empty(process.pid)
   finally:  # whatever failed, nothing of the run outlives the test
-    try:
-      os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-      pass
-    process.wait()
+    train_runs.kill_process_group(process)
   assert stderr is not None, f'the run still ran {_SECONDS_ALLOWED_TO_STOP} s after its worker was killed'
   assert group_emptied, 'a process of the run outlived it'
   assert process.returncode == train_flags.EXIT_WORKER_EXITED, stderr[-3000:]

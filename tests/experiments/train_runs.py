@@ -7,6 +7,7 @@ Runs are forked from the test session's fork server (`tests/fork_server.py`), wh
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -70,6 +71,15 @@ def _live_processes_of_group(group: int) -> list[int]:
     if int(process_group) == group and state != 'Z':
       found.append(int(entry))
   return found
+
+
+def kill_process_group(process) -> None:
+  """SIGKILLs what is left of `process`'s group (started with `start_new_session`) and reaps `process`."""
+  try:
+    os.killpg(process.pid, signal.SIGKILL)
+  except ProcessLookupError:
+    pass
+  process.wait()
 
 
 def process_group_is_empty(group: int, timeout=30) -> bool:

@@ -28,6 +28,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import
 import tqdm  # pylint: disable=g-import-not-at-top
 
+from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
@@ -101,6 +102,9 @@ def write_table(rows, methods, paper, regression, settings, path):
     f.write('\n'.join(lines))
 
 
+@worker_exit_report.reports_worker_exit(
+    'The tables do not resume: the same command runs every run again.'
+)
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
@@ -155,7 +159,6 @@ def main(argv):
   write_table(rows, _METHODS.value, paper, regression, settings, os.path.join(output_dir, 'results.md'))
   with open(os.path.join(output_dir, 'results.md')) as f:
     print(f.read())
-  execution_context.stop_local_execution_context()
 
 
 if __name__ == '__main__':

@@ -44,6 +44,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import  (b
 import tqdm  # pylint: disable=g-import-not-at-top
 
 from experiments import mtfeel_report  # pylint: disable=g-import-not-at-top
+from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
@@ -158,6 +159,9 @@ def _parsed(values, kind, flag):
     raise app.UsageError(f'--{flag}: {error}') from error
 
 
+@worker_exit_report.reports_worker_exit(
+    'The same command resumes the sweep: finished runs are skipped; the unfinished run starts again.'
+)
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
@@ -203,7 +207,6 @@ def main(argv):
   with open(os.path.join(output_dir, 'results.md')) as f:
     print(f.read())
   print(f'wrote {output_dir}/: {", ".join(written)}')
-  execution_context.stop_local_execution_context()
 
 
 if __name__ == '__main__':

@@ -30,6 +30,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tqdm  # pylint: disable=g-import-not-at-top
 
+from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
@@ -216,6 +217,9 @@ def plot(rows, path):
   plt.close(figure)
 
 
+@worker_exit_report.reports_worker_exit(
+    'The same command resumes the sweep: finished runs are kept in results.csv; the unfinished run starts again.'
+)
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
@@ -282,7 +286,6 @@ def main(argv):
   write_table(rows, os.path.join(output_dir, 'results.md'))
   plot(rows, os.path.join(output_dir, 'accuracy_vs_corruption.png'))
   print(f'wrote {output_dir}/results.csv, results.md, accuracy_vs_corruption.png')
-  execution_context.stop_local_execution_context()
 
 
 if __name__ == '__main__':

@@ -27,6 +27,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 import tqdm  # pylint: disable=g-import-not-at-top
 
+from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from tff_robust.processes import delta_fl  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
@@ -110,6 +111,9 @@ def plot_histograms(device_values, labels, path):
   plt.close(figure)
 
 
+@worker_exit_report.reports_worker_exit(
+    'The tables do not resume: the same command runs every run again.'
+)
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
@@ -165,7 +169,6 @@ def main(argv):
   print(f'wrote {output_dir}/results.csv, results.md, device_histograms.png')
   with open(os.path.join(output_dir, 'results.md')) as f:
     print(f.read())
-  execution_context.stop_local_execution_context()
 
 
 if __name__ == '__main__':

@@ -30,6 +30,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
 
+from experiments import exit_statuses  # pylint: disable=g-import-not-at-top
 from experiments import train_flags  # pylint: disable=g-import-not-at-top
 
 flags.adopt_module_key_flags(train_flags)  # --help lists them
@@ -54,7 +55,7 @@ def main(argv) -> int:
 
 def _refuse(message: str) -> None:
   sys.stderr.write(f'error: {" ".join(str(message).split())}\n')
-  sys.exit(train_flags.EXIT_REFUSED)
+  sys.exit(exit_statuses.REFUSED)
 
 
 def _run_command() -> None:
@@ -70,7 +71,7 @@ def _run_command() -> None:
     _refuse(error)
   except KeyboardInterrupt:  # outside the rounds (`train_program.run` reports one during them)
     sys.stderr.write('Interrupted; the same command resumes the run from its newest checkpoint, if it has one.\n')
-    sys.exit(train_flags.EXIT_INTERRUPTED)
+    sys.exit(exit_statuses.INTERRUPTED)
 
 
 if __name__ == '__main__':

@@ -35,11 +35,6 @@ CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient', 'alie', 'ipm', 'sign_fl
 DEFAULT_IPM_EPSILON = 0.1
 # The cohort of an unset --clients_per_round (at most the task's clients).
 DEFAULT_CLIENTS_PER_ROUND = 10
-# Exit statuses of the runner besides 0 (and 1, an unexpected error).
-EXIT_REFUSED = 2
-EXIT_NONFINITE_MODEL = 3
-EXIT_WORKER_EXITED = 4  # the run's own TFF worker died (killed, out of memory)
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process that Ctrl-C ended
 
 
 class Refusal(ValueError):

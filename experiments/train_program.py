@@ -11,6 +11,7 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from experiments import exit_statuses
 from experiments import train_flags
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import client_pipelines
@@ -186,8 +187,8 @@ def _train(task, clients_per_round: int) -> dict:
 
 
 def run() -> int:
-  """Trains as the parsed flags say; returns the exit status (0, or train_flags' EXIT_NONFINITE_MODEL,
-  EXIT_INTERRUPTED or EXIT_WORKER_EXITED).
+  """Trains as the parsed flags say; returns the exit status (0, or `exit_statuses.NONFINITE_MODEL`,
+  `INTERRUPTED` or `WORKER_EXITED`).
 
   Raises:
     train_flags.Refusal: for settings `check_settings` refuses, or a task whose data cannot be loaded.
@@ -201,15 +202,15 @@ def run() -> int:
     summary = _train(task, clients_per_round)
   except training_loop.Interrupted as interrupted:
     print(interrupted, file=sys.stderr)
-    return train_flags.EXIT_INTERRUPTED
+    return exit_statuses.INTERRUPTED
   except execution_context.WorkerExited as error:
     print(f'error: {error}. The same command resumes the run from its newest checkpoint, if it has one.',
           file=sys.stderr)
-    return train_flags.EXIT_WORKER_EXITED
+    return exit_statuses.WORKER_EXITED
   finally:
     execution_context.stop_local_execution_context()
   headline = {key: value for key, value in summary.items() if key in _HEADLINE_METRICS}
   output_dir = train_flags.output_dir()
   print(f'{train_flags.ALGORITHM.value} on {train_flags.TASK.value}: {headline}')
   print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')
-  return train_flags.EXIT_NONFINITE_MODEL if 'nonfinite_model_round' in summary else 0
+  return exit_statuses.NONFINITE_MODEL if 'nonfinite_model_round' in summary else 0

@@ -7,20 +7,12 @@ import signal
 import subprocess
 import time
 
-from experiments import train_flags
+from experiments import exit_statuses
 from tests.experiments import train_runs
-from tests.simulation import proc_files
 
 _FLAGS = ('--task=digits', '--algorithm=fedavg', '--clients_per_round=5', '--total_rounds=200',
           '--rounds_per_checkpoint=1', '--rounds_per_eval=50')
 _SECONDS_ALLOWED_TO_STOP = 60  # TFF alone retries the dead worker forever, backing off to 30 s between attempts
-
-
-def _worker_of(pid: int) -> int:
-  """The process id of the `worker_binary` that run `pid` started (from /proc: never by name, other runs share it)."""
-  workers = [child for child in proc_files.descendants(pid) if proc_files.command_name(child) == 'worker_binary']
-  assert len(workers) == 1, workers
-  return workers[0]
 
 
 def test_a_run_whose_worker_is_killed_stops_with_one_line_naming_the_signal_and_the_log(tmp_path):
@@ -32,7 +24,7 @@ def test_a_run_whose_worker_is_killed_stops_with_one_line_naming_the_signal_and_
   try:
     checkpoint = tmp_path / 'run' / 'checkpoints' / 'program_state' / 'round_1'
     train_runs.wait_for_path(checkpoint / 'checkpoint_manifest.json', process)
-    worker = _worker_of(process.pid)
+    worker = train_runs.worker_of(process.pid)
     os.kill(worker, signal.SIGKILL)  # as the OOM killer would: the worker alone, mid-run
     killed_at = time.monotonic()
     try:
@@ -45,7 +37,7 @@ def test_a_run_whose_worker_is_killed_stops_with_one_line_naming_the_signal_and_
     train_runs.kill_process_group(process)
   assert stderr is not None, f'the run still ran {_SECONDS_ALLOWED_TO_STOP} s after its worker was killed'
   assert group_emptied, 'a process of the run outlived it'
-  assert process.returncode == train_flags.EXIT_WORKER_EXITED, stderr[-3000:]
+  assert process.returncode == exit_statuses.WORKER_EXITED, stderr[-3000:]
   assert 'Traceback' not in stderr, stderr[-3000:]
   last_line = stderr.splitlines()[-1]
   match = re.fullmatch(

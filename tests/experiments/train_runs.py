@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from tests import fork_server
+from tests.simulation import proc_files
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN_COMMAND = (sys.executable, '-m', 'experiments.train', '--noprogress_bar')
@@ -57,6 +58,14 @@ def wait_for_path(path, process, timeout=600):
     assert process.poll() is None, f'the run ended before {path} existed'
     assert time.monotonic() < deadline, f'no {path} after {timeout}s'
     time.sleep(0.05)
+
+
+def worker_of(pid: int) -> int:
+  """The process id of the `worker_binary` that process `pid` started (from /proc: never by name, other runs share
+  it)."""
+  workers = [child for child in proc_files.descendants(pid) if proc_files.command_name(child) == 'worker_binary']
+  assert len(workers) == 1, workers
+  return workers[0]
 
 
 def _live_processes_of_group(group: int) -> list[int]:

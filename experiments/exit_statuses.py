@@ -1,0 +1,10 @@
+"""Exit statuses of the runner and of the sweep and table binaries besides 0 (and 1, an unexpected error).
+
+A module of its own, with no flags, so that every binary can use them (`experiments.train_flags` defines the
+runner's flags, which the sweeps define again under their own meaning).
+"""
+
+REFUSED = 2  # a flag or the run's directory was refused, with one line naming it
+NONFINITE_MODEL = 3  # the global model became non-finite; summary.json has `nonfinite_model_round`
+WORKER_EXITED = 4  # the run's own TFF worker died (killed, out of memory)
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process that Ctrl-C ended

@@ -124,6 +124,26 @@ def test_secure_quantile_reveals_no_client_value_and_the_exact_one_does():
   assert 'federated_aggregate' in privacy.non_secure_intrinsics(_exact(0.5).next)
 
 
+def test_with_secure_mean_and_count_factories_every_client_value_is_a_secure_sum():
+  secure_mean = tff.aggregators.MeanFactory(
+      value_sum_factory=tff.aggregators.SecureSumFactory(1e3, -1e3),
+      weight_sum_factory=tff.aggregators.SecureSumFactory(10.0, 0.0),
+      no_nan_division=True,
+  )
+  plain_count = quantile.SecureQuantileFactory(0.5, num_passes=3, mean_factory=secure_mean)
+  assert [str(a) for a in privacy.plain_client_aggregations(plain_count.create(_SCALAR, _SCALAR).next)] == [
+      'federated_sum of int32@CLIENTS'
+  ]
+  factory = quantile.SecureQuantileFactory(
+      0.5, num_passes=40, mean_factory=secure_mean, count_factory=tff.aggregators.SecureSumFactory(1, 0)
+  )
+  process = factory.create(_SCALAR, _SCALAR)
+  privacy.assert_client_values_aggregated_securely(process.next)
+  output = process.next(process.initialize(), _f32([1.0, 2.0, np.nan, 3.0]), _f32([1, 1, 1, 1]))
+  assert output.result == pytest.approx(2.0, abs=0.6)  # the median of {1, 2, 3}
+  assert output.measurements['num_nonfinite_clients'] == 1
+
+
 def test_secure_quantile_ignores_and_counts_nonfinite_values():
   process = _secure(0.5, num_passes=40)
   output = process.next(process.initialize(), _f32([1.0, 2.0, np.nan, 3.0]), _f32([1, 1, 1, np.inf]))
@@ -137,6 +157,7 @@ def test_secure_quantile_ignores_and_counts_nonfinite_values():
     (dict(level=0.5, num_passes=0), ValueError, 'num_passes must be'),
     (dict(level=0.5, relative_smoothing=0.0), ValueError, 'relative_smoothing must be'),
     (dict(level=0.5, mean_factory=tff.aggregators.SumFactory()), TypeError, 'mean_factory'),
+    (dict(level=0.5, count_factory=tff.aggregators.MeanFactory()), TypeError, 'count_factory must be'),
 ])
 def test_bad_arguments_are_named(kwargs, error, message):
   with pytest.raises(error, match=message):

@@ -122,7 +122,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     self._seed = type_checks.check_integer('seed', seed, minimum=0)
     self._key_bins = type_checks.check_integer('key_bins', key_bins, minimum=2)
     self._sum_factory = type_checks.sum_factory_or_default(sum_factory)
-    self._count_factory = type_checks.sum_factory_or_default(count_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   @property
   def num_buckets(self) -> int:

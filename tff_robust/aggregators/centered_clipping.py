@@ -90,7 +90,7 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     self._clip_radius = type_checks.check_number('clip_radius', clip_radius, minimum=0.0, strict=True)
     self._num_iterations = type_checks.check_integer('num_iterations', num_iterations, minimum=1)
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
-    self._count_factory = type_checks.sum_factory_or_default(count_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_value_type(value_type)

@@ -105,7 +105,7 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     self._smoothing = float(smoothing)
     self._init = init
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
-    self._count_factory = type_checks.sum_factory_or_default(count_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_value_type(value_type)

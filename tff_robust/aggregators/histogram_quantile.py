@@ -75,7 +75,7 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
     self._num_passes = type_checks.check_integer('num_passes', num_passes, minimum=1)
     self._num_bins = type_checks.check_integer('num_bins', num_bins, minimum=2)
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
-    self._count_factory = type_checks.sum_factory_or_default(count_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_float_scalar('value_type', value_type)

@@ -87,7 +87,7 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
           f'quantile_factory must be a tff.aggregators.WeightedAggregationFactory, got {quantile_factory!r}'
       )
     self._quantile_factory = quantile_factory
-    self._count_factory = type_checks.sum_factory_or_default(count_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_value_type(value_type)

@@ -63,7 +63,8 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
     - `tolerance`: the guard nu_K = max(1e-12, relative_smoothing max(|mu_K|, d_{K-1})) at the result. The
       smoothed MM fixed point lies within nu of the exact quantile, so a filter `x >= result - tolerance`
       keeps the value at the quantile.
-    - `num_nonfinite_clients`: clients whose value or weight was not finite (they get weight 0).
+    - `num_nonfinite_clients`: clients whose value or weight was not finite (they get weight 0), summed by
+      `count_factory`.
     - `mean`: measurements of the last inner mean call.
 
   Types: a floating scalar value of any width and a floating or integer scalar weight. The MM arithmetic,
@@ -78,6 +79,7 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       relative_smoothing: float = 1e-2,
       initial_estimate: float = 0.0,
       mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+      count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
   ):
     """Initializes the factory.
 
@@ -89,9 +91,12 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       initial_estimate: mu_0 of the first call (0 suits nonnegative losses).
       mean_factory: a `tff.aggregators.WeightedAggregationFactory` for every pass, e.g. a
         `SecureSumFactory`-backed `MeanFactory`; defaults to `tff.aggregators.MeanFactory(no_nan_division=True)`.
+      count_factory: a `tff.aggregators.UnweightedAggregationFactory` summing the int32 0/1 non-finite flags;
+        defaults to `tff.aggregators.SumFactory()`. Secure: `tff.aggregators.SecureSumFactory(1, 0)`.
 
     Raises:
-      TypeError: if `mean_factory` is not a weighted aggregation factory.
+      TypeError: if `mean_factory` is not a weighted aggregation factory, or `count_factory` not an
+        unweighted one.
       ValueError: if an argument is outside its allowed range.
     """
     self._level = _check_level(level)
@@ -109,6 +114,7 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
     self._relative_smoothing = float(relative_smoothing)
     self._initial_estimate = float(initial_estimate)
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_float_scalar('value_type', value_type)
@@ -117,6 +123,7 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
     dtype = widening.scalar_dtype(value_type, weight_type)
     scalar_type, pair_type, triple_type = (tff.TensorType(dtype, shape) for shape in ([], [2], [3]))
     mean_process = self._mean_factory.create(triple_type, scalar_type)
+    count_process = self._count_factory.create(tff.TensorType(np.int32))
     level, relative_smoothing, num_passes = self._level, self._relative_smoothing, self._num_passes
 
     @tff.tensorflow.computation(scalar_type, scalar_type)
@@ -180,7 +187,7 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       measurements = collections.OrderedDict(
           secure_average_calls=tff.federated_value(num_passes, tff.SERVER),
           tolerance=tff.federated_map(guard, (estimate, distance)),
-          num_nonfinite_clients=tff.federated_sum(sanitized[2]),
+          num_nonfinite_clients=count_process.next(count_process.initialize(), sanitized[2]).result,
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(

@@ -65,18 +65,17 @@ def check_weight_type(weight_type) -> None:
     )
 
 
-def sum_factory_or_default(sum_factory):
+def sum_factory_or_default(sum_factory, name: str = 'sum_factory'):
   """`sum_factory`, or `tff.aggregators.SumFactory()` (exact federated sum).
 
   Raises:
-    TypeError: if `sum_factory` is not a `tff.aggregators.UnweightedAggregationFactory`.
+    TypeError: if `sum_factory` is not a `tff.aggregators.UnweightedAggregationFactory` (the message names the
+      argument as `name`).
   """
   if sum_factory is None:
     return tff.aggregators.SumFactory()
   if not isinstance(sum_factory, tff.aggregators.UnweightedAggregationFactory):
-    raise TypeError(
-        f'sum_factory must be a tff.aggregators.UnweightedAggregationFactory, got {type(sum_factory)}'
-    )
+    raise TypeError(f'{name} must be a tff.aggregators.UnweightedAggregationFactory, got {type(sum_factory)}')
   return sum_factory
 
 

@@ -7,7 +7,8 @@ Runs algorithm x corruption x rho x seed (rho = 0 once per algorithm and seed, s
 and writes to <root_output_dir>/<experiment_name>/:
   results.csv   one row per run, appended as each run ends: final held-out metrics, calls per round, the
                 realised corrupted share. The same command resumes an interrupted sweep (finished runs are
-                kept; a grown grid adds only its new runs); other per-run settings are refused
+                kept, the unfinished one resumes from its newest checkpoint, every --rounds_per_checkpoint
+                rounds; a grown grid adds only its new runs); other per-run settings are refused
                 (run_settings.json) unless --experiment_name names a new directory;
   results.md    mean [min, max] over seeds of the final accuracy, algorithm x rho, one table per corruption;
   accuracy_vs_corruption.png   one panel per corruption, one line per aggregator, min-max band over seeds.
@@ -85,6 +86,12 @@ _VALIDATION_FRACTION = flags.DEFINE_float(
     lower_bound=1e-6, upper_bound=1 - 1e-6,
 )
 _USE_SYNTHETIC_DATA = flags.DEFINE_bool('use_synthetic_data', False, 'TFF baseline tasks: synthetic data.')
+_ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
+    'rounds_per_checkpoint', 10,
+    'Checkpoint each run every this many rounds (0: never), so that the same command resumes an interrupted '
+    'sweep inside its unfinished run.',
+    lower_bound=0,
+)
 _ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
 _EXPERIMENT_NAME = flags.DEFINE_string('experiment_name', 'robustness_sweep', 'Subdirectory of the sweep.')
 
@@ -218,7 +225,8 @@ def plot(rows, path):
 
 
 @worker_exit_report.reports_worker_exit(
-    'The same command resumes the sweep: finished runs are kept in results.csv; the unfinished run starts again.'
+    'The same command resumes the sweep: finished runs are kept in results.csv, the unfinished one resumes from its '
+    'newest checkpoint.'
 )
 def main(argv):
   if len(argv) > 1:
@@ -272,6 +280,7 @@ def main(argv):
         processes[(algorithm, config, attack)], task, corruption.make_client_data_fn(task, kind, corrupted),
         total_rounds=_TOTAL_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
         rounds_per_eval=_TOTAL_ROUNDS.value, seed=seed, show_progress=False,
+        rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
         output_dir=os.path.join(output_dir, 'runs', f'{algorithm}_{kind}_{fraction:g}_seed{seed}'),
     )
     row = dict(

@@ -45,17 +45,18 @@ def test_other_outcomes_pass_through_and_still_stop_the_worker(monkeypatch):
   assert stopped == [True, True]
 
 
-def test_a_sweep_whose_worker_is_killed_stops_with_one_line_naming_how_to_resume(tmp_path):
+def test_a_sweep_whose_worker_is_killed_stops_with_one_line_and_resumes_from_the_checkpoint(tmp_path):
   command = [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg', '--corruptions=omniscient',
-             '--update_fractions=0', '--seeds=0', '--client_epochs_per_round=1', f'--root_output_dir={tmp_path}',
-             '--experiment_name=s']
+             '--update_fractions=0', '--seeds=0', '--client_epochs_per_round=1', '--total_rounds=30',
+             f'--root_output_dir={tmp_path}', '--experiment_name=s']
   process = subprocess.Popen(
-      [*command, '--total_rounds=400'], cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE, text=True, start_new_session=True,
+      [*command, '--rounds_per_checkpoint=1'], cwd=train_runs.REPO, stdin=subprocess.DEVNULL,
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
   )
+  run_dir = tmp_path / 's' / 'runs' / 'fedavg_none_0_seed0'
   try:
-    run_dir = tmp_path / 's' / 'runs' / 'fedavg_none_0_seed0'
-    train_runs.wait_for_path(run_dir / 'metrics.csv', process)  # the sweep's first run is under way
+    train_runs.wait_for_path(run_dir / 'checkpoints' / 'program_state' / 'round_2' / 'checkpoint_manifest.json',
+                             process)
     worker = train_runs.worker_of(process.pid)
     os.kill(worker, signal.SIGKILL)
     _, stderr = process.communicate(timeout=60)
@@ -67,7 +68,18 @@ def test_a_sweep_whose_worker_is_killed_stops_with_one_line_naming_how_to_resume
   assert 'Traceback' not in stderr, stderr[-3000:]
   match = re.fullmatch(
       rf'error: the local TFF worker_binary \(pid {worker}\) was killed by signal 9 \(SIGKILL\) during a computation; '
-      r'its log: (.+)\. The same command resumes the sweep: finished runs are kept in results\.csv; the unfinished '
-      r'run starts again\.', stderr.splitlines()[-1])
+      r'its log: (.+)\. The same command resumes the sweep: finished runs are kept in results\.csv, the unfinished '
+      r'one resumes from its newest checkpoint\.', stderr.splitlines()[-1])
   assert match, stderr[-3000:]
   shutil.rmtree(os.path.dirname(match[1]))  # the worker's private directory, kept for its log
+  assert not (tmp_path / 's' / 'results.csv').exists()
+
+  resumed = subprocess.run(  # fewer checkpoints: not a per-run setting, so the run is still the same
+      [*command, '--rounds_per_checkpoint=100'], cwd=train_runs.REPO, stdin=subprocess.DEVNULL, capture_output=True,
+      text=True, timeout=600,
+  )
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  rounds = re.findall(r'resumed from round (\d+) of 30', resumed.stdout + resumed.stderr)
+  assert rounds and int(rounds[0]) >= 2, (resumed.stdout + resumed.stderr)[-3000:]
+  with open(tmp_path / 's' / 'results.csv') as f:
+    assert len(f.read().splitlines()) == 2  # the header and the resumed run's row

@@ -74,6 +74,7 @@ def test_every_mm_iterate_matches_the_numpy_reference_and_warm_starts(level):
       assert output.measurements['secure_average_calls'] == num_passes
 
 
+@pytest.mark.slow
 def test_default_passes_agree_with_the_exact_filter_on_at_least_98_percent_of_devices():
   # A training-like stream: cohorts of 10 devices, log-normal losses shrinking over 40 rounds, weights =
   # example counts; the secure estimate warm-starts from the previous round as in Delta-FL.

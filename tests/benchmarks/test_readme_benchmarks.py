@@ -29,6 +29,7 @@ def test_every_readme_benchmark_is_shrunk_here():
   assert readme == set(_SHRUNK)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('module', sorted(_SHRUNK))
 def test_the_readme_benchmark_runs_shrunk(module, tmp_path):
   if module == 'benchmarks.parallel_workers' and len(os.sched_getaffinity(0)) < 2:

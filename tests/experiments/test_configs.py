@@ -115,6 +115,7 @@ def _first_config_with_the_same_smoke_run(config: str) -> str:
   return next(c for c in CONFIGS if _smoke_settings(c) == _smoke_settings(config))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('config', CONFIGS)
 def test_flagfile_runs_two_rounds_offline(config, flag_values, tmp_path, monkeypatch, request):
   import json  # pylint: disable=g-import-not-at-top

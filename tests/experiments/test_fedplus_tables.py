@@ -18,6 +18,7 @@ def _run_tables(tmp_path, *flags, timeout=900):
   )
 
 
+@pytest.mark.slow
 def test_tiny_table_run_uses_the_sigma_override_and_states_kappa(tmp_path):
   result = _run_tables(tmp_path, '--methods=local-only,FedGeoMed+', '--seeds=0', '--total_rounds=1',
                        '--fedplus_sigma=1000')
@@ -33,6 +34,7 @@ def test_tiny_table_run_uses_the_sigma_override_and_states_kappa(tmp_path):
   assert 'sigma = 1000, kappa = 1/(1 + eta sigma) = 0.909091' in table
 
 
+@pytest.mark.slow
 def test_validation_fraction_scores_every_method_on_validation_data(tmp_path):
   flags = ('--task=digits_personal', '--methods=local-only', '--seeds=0', '--total_rounds=1')
   validated = _run_tables(tmp_path / 'validation', *flags, '--validation_fraction=0.3')

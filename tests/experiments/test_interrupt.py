@@ -6,6 +6,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from tests.experiments import test_train_flags
 from tests.experiments import train_runs
 
@@ -39,6 +41,7 @@ def test_a_run_started_as_a_foreground_job_takes_ctrl_c_even_where_the_test_sess
   assert stdout.strip() == 'True'
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
   process = _start_as_foreground_job(
       [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', '--total_rounds=200',

@@ -5,6 +5,7 @@ import signal
 import subprocess
 
 import numpy as np
+import pytest
 
 from tests.experiments import train_runs
 
@@ -41,6 +42,7 @@ def _assert_same_run(tmp_path, name, reference='uninterrupted'):
     np.testing.assert_allclose(summary[key], expected_summary[key], rtol=1e-5, err_msg=key)
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_the_uninterrupted_result_and_skips_a_truncated_checkpoint(tmp_path):
   uninterrupted = train_runs.train(tmp_path, *_FLAGS, name='uninterrupted')
   assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]

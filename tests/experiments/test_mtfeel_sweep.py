@@ -53,6 +53,7 @@ def test_write_table_on_fake_rows(tmp_path):
   assert 'Cohort share of alpha: overall 0.9' in table and '2 seed(s) (0, 1)' in table
 
 
+@pytest.mark.slow
 def test_tiny_sweep_writes_csv_tables_and_figures(tmp_path):
   result = subprocess.run(
       [sys.executable, '-m', 'experiments.mtfeel_sweep', '--methods=mtfeel,local_only', '--sweep_methods=mtfeel',

@@ -68,6 +68,7 @@ def _assert_same_run(remote, local):
   assert remote_summary['secure_average_calls'] == local_summary['secure_average_calls']
 
 
+@pytest.mark.slow
 def test_rfa_on_a_loopback_worker_trains_the_same_model_as_locally(tmp_path, loopback_workers):
   address = loopback_workers(1)
   remote = _final_model(tmp_path, 'remote', '--algorithm=rfa', f'--tff_worker_address={address}')
@@ -75,6 +76,7 @@ def test_rfa_on_a_loopback_worker_trains_the_same_model_as_locally(tmp_path, loo
   _assert_same_run(remote, local)
 
 
+@pytest.mark.slow
 def test_fedavg_sharded_over_two_workers_trains_the_same_model_as_locally(tmp_path, loopback_workers):
   addresses = loopback_workers(2)
   sharded = _final_model(tmp_path, 'sharded', '--algorithm=fedavg', f'--tff_worker_address={addresses}')

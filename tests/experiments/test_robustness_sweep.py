@@ -6,9 +6,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.slow
 def test_tiny_sweep_writes_csv_table_and_figure(tmp_path):
   result = subprocess.run(
       [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg,rfa',
@@ -57,6 +60,7 @@ def _sweep(tmp_path, *flags):
   )
 
 
+@pytest.mark.slow
 def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(tmp_path):
   first = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
   assert first.returncode == 0, first.stderr[-3000:]
@@ -73,6 +77,7 @@ def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(tmp
   assert '--total_rounds was 1, now 2' in changed.stderr and 'give a new --experiment_name' in changed.stderr
 
 
+@pytest.mark.slow
 def test_label_flipping_runs_at_the_update_fractions(tmp_path):
   result = _sweep(tmp_path, '--corruptions=label_flipping', '--update_fractions=0,0.3', '--seeds=0',
                   '--total_rounds=1')
@@ -84,6 +89,7 @@ def test_label_flipping_runs_at_the_update_fractions(tmp_path):
   assert '## label_flipping corruption' in (tmp_path / 's' / 'results.md').read_text()
 
 
+@pytest.mark.slow
 def test_a_sweep_recorded_before_the_server_and_validation_flags_resumes_at_their_defaults(tmp_path):
   first = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
   assert first.returncode == 0, first.stderr[-3000:]
@@ -103,6 +109,7 @@ def test_a_sweep_recorded_before_the_server_and_validation_flags_resumes_at_thei
   assert validation.returncode != 0 and '--validation_fraction was absent, now 0.2' in validation.stderr
 
 
+@pytest.mark.slow
 def test_a_zero_server_learning_rate_leaves_every_algorithm_at_the_initial_model(tmp_path):
   """The sweep's --server_learning_rate reaches the process: at 0 FedAvg and centered clipping (whatever its
   radius) both evaluate the same initial model, on the validation parts with --validation_fraction."""

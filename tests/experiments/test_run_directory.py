@@ -3,11 +3,14 @@ with other settings is refused in one line naming the flags, and --overwrite sta
 
 import json
 
+import pytest
+
 from tests.experiments import train_runs
 
 _FLAGS = ('--task=digits', '--rounds_per_checkpoint=1', '--rounds_per_eval=2', '--clients_per_round=5')
 
 
+@pytest.mark.slow
 def test_a_run_resumes_only_under_the_settings_it_was_started_with(tmp_path):
   first = train_runs.train(tmp_path, *_FLAGS, '--algorithm=rfa', '--total_rounds=2')
   assert first.returncode == 0, first.stderr[-3000:]

@@ -5,9 +5,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.slow
 def test_tiny_table_run_writes_csv_table_and_histograms(tmp_path):
   result = subprocess.run(
       [sys.executable, '-m', 'experiments.superquantile_tables', '--conformity_levels=0.5', '--seeds=0,1',

@@ -13,6 +13,7 @@ from tff_robust.simulation import corruption
 from tff_robust.simulation import tasks
 
 
+@pytest.mark.slow
 def test_rfa_on_digits_reaches_90_percent_with_default_settings(tmp_path):
   result = train_runs.train(tmp_path, '--task=digits', '--algorithm=rfa')
   assert result.returncode == 0, result.stderr[-3000:]
@@ -52,6 +53,7 @@ def test_the_runner_says_once_that_it_runs_on_cpu_when_tensorflow_sees_no_gpu(tm
   assert 'sees no GPU' not in cpu_only.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('algorithm', ['coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping'])
 def test_robust_baselines_train_on_digits(tmp_path, algorithm):
   result = train_runs.train(tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=15', '--rounds_per_eval=15')

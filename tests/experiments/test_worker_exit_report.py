@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from experiments import exit_statuses
 from experiments import worker_exit_report
 from tests.experiments import train_runs
@@ -45,6 +47,7 @@ def test_other_outcomes_pass_through_and_still_stop_the_worker(monkeypatch):
   assert stopped == [True, True]
 
 
+@pytest.mark.slow
 def test_a_sweep_whose_worker_is_killed_stops_with_one_line_and_resumes_from_the_checkpoint(tmp_path):
   command = [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg', '--corruptions=omniscient',
              '--update_fractions=0', '--seeds=0', '--client_epochs_per_round=1', '--total_rounds=30',

@@ -277,6 +277,8 @@ class _Invocation:
       return _Function(block)
     if isinstance(block, tff.framework.Call):
       return self._local(block, environment)
+    if isinstance(block, tff.framework.Literal):
+      return _HomeValue(block.type_signature, python=block.value)
     raise TypeError(f'the composing context cannot evaluate a {type(block).__name__} building block: {block}')
 
   def _select(self, source, index: int):

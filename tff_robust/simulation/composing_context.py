@@ -1,0 +1,406 @@
+"""Runs any TFF computation over the cohort split across several TFF workers, every pass on all of them at once.
+
+TFF's `MergeableCompExecutionContext` splits a computation at one aggregation; a round of RFA, Delta-FL or Fed+
+has several that depend on one another (a Weiszfeld pass needs the previous pass's median). This context
+evaluates the computation itself, one intrinsic at a time, over TFF's own pieces: the computation, compiled
+for simulation, is put in call-dominant form (`tff.framework.to_call_dominant`: a block of locals, each the
+call of an intrinsic or a compiled TensorFlow computation), and the locals are evaluated in order.
+
+Where values live. The cohort of n clients is split into contiguous shards of sizes floor(n/N) or ceil(n/N),
+one per worker (`tff.framework.RemoteExecutor` with cardinality CLIENTS = the shard's size). A CLIENTS-placed
+value is one remote value per shard, created and kept on that shard's worker for the whole invocation (the
+client updates of a round stay on the workers across its passes; they never come back through Python). A
+SERVER-placed or unplaced value lives on the first worker ("home") and is copied to another worker only when
+a call there needs it (a broadcast, an aggregation's zero).
+
+What runs where:
+  - `federated_map`, `federated_map_all_equal`, `federated_zip_at_clients`, `federated_broadcast`,
+    `federated_value_at_clients`, `federated_eval_at_clients`: the same call on every shard, at once;
+  - `federated_apply`, `federated_zip_at_server`, `federated_value_at_server`, `federated_eval_at_server` and
+    compiled computations: on home;
+  - `federated_aggregate(v, zero, accumulate, merge, report)`: every shard s computes its partial accumulator
+    a_s = fold(accumulate, zero, its clients' v) at once; home merges them, a = merge(...merge(a_1, a_2)..., a_N)
+    and reports report(a). This is TFF's own definition of the aggregate, with the clients' fold split in N
+    contiguous parts: a sum is the sum of the shards' sums, and a weighted mean (accumulator (sum w x, sum w))
+    is divided once, after the merge, so a shard whose weights are all zero adds nothing and the
+    no-NaN division of the mean factories sees the whole cohort's weight. Secure sums are compiled to
+    their insecure bodies first (as on one worker), so they are aggregates too.
+Any other intrinsic raises `UnsupportedIntrinsicError` naming it.
+
+Concurrency. TFF's gRPC stub blocks inside its coroutines, so each worker gets a thread of its own with an event
+loop; a call on every shard is submitted to every worker's thread, and the workers compute at once. The same
+code runs one worker (one shard) and N.
+"""
+
+import asyncio
+import collections.abc
+import concurrent.futures
+import threading
+from typing import Any, Optional, Sequence
+
+import tensorflow_federated as tff
+
+_PER_SHARD_INTRINSICS = frozenset({
+    'federated_map', 'federated_map_all_equal', 'federated_zip_at_clients', 'federated_broadcast',
+    'federated_value_at_clients', 'federated_eval_at_clients',
+})
+_HOME_INTRINSICS = frozenset({
+    'federated_apply', 'federated_zip_at_server', 'federated_value_at_server', 'federated_eval_at_server',
+})
+_AGGREGATE = 'federated_aggregate'
+SUPPORTED_INTRINSICS = _PER_SHARD_INTRINSICS | _HOME_INTRINSICS | {_AGGREGATE}
+
+
+class UnsupportedIntrinsicError(ValueError):
+  """A computation calls an intrinsic that the composing context cannot split over workers."""
+
+
+def shard_sizes(num_clients: int, num_workers: int) -> list[int]:
+  """Contiguous shard sizes, floor or ceil of num_clients / num_workers, without empty shards (at least one)."""
+  base, extra = divmod(num_clients, num_workers)
+  sizes = [base + (index < extra) for index in range(num_workers)]
+  return [size for size in sizes if size] or [0]
+
+
+class _WorkerThread:
+  """One worker's thread, with its own event loop, in which every call to that worker runs."""
+
+  def __init__(self, stub):
+    self.stub = stub
+    self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix='tff_composing')
+    self._local = threading.local()
+
+  def submit(self, function, *args) -> concurrent.futures.Future:
+    return self._pool.submit(function, *args)
+
+  def run(self, coroutine):
+    """Runs a coroutine of `RemoteExecutor` to completion; called in this worker's thread only."""
+    loop = getattr(self._local, 'loop', None)
+    if loop is None:
+      loop = self._local.loop = asyncio.new_event_loop()
+    return loop.run_until_complete(coroutine)
+
+
+class _Shard:
+  """A shard of the cohort: a worker thread and a `RemoteExecutor` there with CLIENTS = the shard's size."""
+
+  def __init__(self, worker: _WorkerThread, num_clients: int):
+    self.worker = worker
+    self.num_clients = num_clients
+    self.executor = tff.framework.RemoteExecutor(worker.stub)
+
+  def open(self):
+    self.executor.set_cardinalities({tff.CLIENTS: self.num_clients})
+
+  def create_value(self, value, type_spec):
+    return self.worker.run(self.executor.create_value(value, type_spec))
+
+  def create_call(self, function, argument=None):
+    return self.worker.run(self.executor.create_call(function, argument))
+
+  def create_struct(self, elements):
+    return self.worker.run(self.executor.create_struct(elements))
+
+  def create_selection(self, source, index):
+    return self.worker.run(self.executor.create_selection(source, index))
+
+  def compute(self, remote_value):
+    return self.worker.run(remote_value.compute())
+
+
+_UNKNOWN = object()
+
+
+class _HomeValue:
+  """A SERVER-placed or unplaced value: remote on some shards (by index), and/or known in Python."""
+
+  def __init__(self, type_signature, *, python=_UNKNOWN, remotes=None):
+    self.type_signature = type_signature
+    self.python = python
+    self.remotes = dict(remotes or {})
+
+
+class _ClientsValue:
+  """A CLIENTS-placed value: one remote value on every shard (each the shard's clients' members)."""
+
+  def __init__(self, type_signature, remotes: list):
+    self.type_signature = type_signature
+    self.remotes = remotes
+
+
+class _Function:
+  """A function building block (compiled computation, intrinsic, lambda) passed as an argument."""
+
+  def __init__(self, block):
+    self.block = block
+    self.type_signature = block.type_signature
+
+
+def _each(futures):
+  return [future.result() for future in futures]
+
+
+class _Invocation:
+  """The evaluation of one call-dominant computation on a list of shards (shard 0 is home)."""
+
+  def __init__(self, shards: Sequence[_Shard]):
+    self.shards = list(shards)
+    _each([shard.worker.submit(shard.open) for shard in self.shards])
+
+  def close(self):
+    _each([shard.worker.submit(shard.executor.close) for shard in self.shards])
+
+  # Values: getting them onto a shard, and into Python.
+
+  def _fetch(self, values: list[_HomeValue]) -> None:
+    """Makes every value's Python form known, fetching them from their shards at once."""
+    pending = [(value, next(iter(value.remotes.items()))) for value in values if value.python is _UNKNOWN]
+    futures = [self.shards[index].worker.submit(self.shards[index].compute, remote)
+               for _, (index, remote) in pending]
+    for (value, _), python in zip(pending, _each(futures)):
+      value.python = python
+
+  def _home_leaves(self, tree) -> list[_HomeValue]:
+    if isinstance(tree, _HomeValue):
+      return [tree]
+    if isinstance(tree, tff.structure.Struct):
+      return [leaf for element in tree for leaf in self._home_leaves(element)]
+    return []
+
+  def _on_shard(self, tree, index: int):
+    """The remote value of `tree` on shard `index` (called in that shard's thread)."""
+    shard = self.shards[index]
+    if isinstance(tree, _ClientsValue):
+      return tree.remotes[index]
+    if isinstance(tree, _HomeValue):
+      if index not in tree.remotes:
+        tree.remotes[index] = shard.create_value(tree.python, tree.type_signature)
+      return tree.remotes[index]
+    if isinstance(tree, _Function):
+      return shard.create_value(tree.block.proto, tree.type_signature)
+    elements = [(name, self._on_shard(element, index)) for name, element in tff.structure.iter_elements(tree)]
+    return shard.create_struct(tff.structure.Struct(elements))
+
+  def _prepare(self, tree, indices) -> None:
+    """Fetches into Python the home values in `tree` that a shard among `indices` lacks."""
+    self._fetch([leaf for leaf in self._home_leaves(tree) if any(i not in leaf.remotes for i in indices)])
+
+  def _call_on(self, function_block, argument, indices):
+    """Calls `function_block(argument)` on the shards `indices` at once; returns their remote results."""
+    self._prepare(argument, indices)
+
+    def call(index):
+      shard = self.shards[index]
+      function = shard.create_value(function_block.proto, function_block.type_signature)
+      return shard.create_call(function, None if argument is None else self._on_shard(argument, index))
+
+    return _each([self.shards[index].worker.submit(call, index) for index in indices])
+
+  def materialize(self, tree):
+    """The Python value of `tree` (CLIENTS values: the shards' lists, concatenated in cohort order)."""
+    home = self._home_leaves(tree)
+    clients = self._clients_leaves(tree)
+    self._fetch(home)
+    fetched = {}
+    futures = {(id(value), index): self.shards[index].worker.submit(self.shards[index].compute, remote)
+               for value in clients for index, remote in enumerate(value.remotes)}
+    for key, future in futures.items():
+      fetched[key] = future.result()
+    return self._python(tree, fetched)
+
+  def _clients_leaves(self, tree) -> list[_ClientsValue]:
+    if isinstance(tree, _ClientsValue):
+      return [tree]
+    if isinstance(tree, tff.structure.Struct):
+      return [leaf for element in tree for leaf in self._clients_leaves(element)]
+    return []
+
+  def _python(self, tree, fetched):
+    if isinstance(tree, _HomeValue):
+      return tree.python
+    if isinstance(tree, _ClientsValue):
+      parts = [fetched[(id(tree), index)] for index in range(len(tree.remotes))]
+      if tree.type_signature.all_equal:
+        return parts[0]
+      return [member for part in parts for member in part]
+    return tff.structure.Struct(
+        [(name, self._python(element, fetched)) for name, element in tff.structure.iter_elements(tree)]
+    )
+
+  # Ingesting the argument.
+
+  def ingest(self, argument, type_spec):
+    """The argument as a tree of values: CLIENTS lists split into the shards, the rest kept in Python."""
+    if isinstance(type_spec, tff.StructType):
+      argument = tff.structure.from_container(argument)
+      return tff.structure.Struct([
+          (name, self.ingest(element, element_type))
+          for (name, element), (_, element_type) in zip(
+              tff.structure.iter_elements(argument), tff.structure.iter_elements(type_spec))
+      ])
+    if isinstance(type_spec, tff.FederatedType) and type_spec.placement is tff.CLIENTS:
+      if type_spec.all_equal:
+        parts = [argument] * len(self.shards)
+      else:
+        members, parts, start = list(argument), [], 0
+        for shard in self.shards:
+          parts.append(members[start:start + shard.num_clients])
+          start += shard.num_clients
+      futures = [shard.worker.submit(shard.create_value, part, type_spec)
+                 for shard, part in zip(self.shards, parts)]
+      return _ClientsValue(type_spec, _each(futures))
+    return _HomeValue(type_spec, python=argument)
+
+  # Evaluating the call-dominant block.
+
+  def evaluate(self, lambda_block, argument_tree):
+    environment = {}
+    if lambda_block.parameter_name is not None:
+      environment[lambda_block.parameter_name] = argument_tree
+    block = lambda_block.result
+    if not isinstance(block, tff.framework.Block):  # a computation without locals
+      return self._expression(block, environment)
+    for name, local in block.locals:
+      environment[name] = self._local(local, environment)
+    return self._expression(block.result, environment)
+
+  def _expression(self, block, environment):
+    if isinstance(block, tff.framework.Reference):
+      return environment[block.name]
+    if isinstance(block, tff.framework.Selection):
+      return self._select(self._expression(block.source, environment), block.as_index())
+    if isinstance(block, tff.framework.Struct):
+      return tff.structure.Struct(
+          [(name, self._expression(element, environment)) for name, element in tff.structure.iter_elements(block)]
+      )
+    if isinstance(block, (tff.framework.CompiledComputation, tff.framework.Intrinsic, tff.framework.Lambda)):
+      return _Function(block)
+    if isinstance(block, tff.framework.Call):
+      return self._local(block, environment)
+    if isinstance(block, tff.framework.Literal):
+      return _HomeValue(block.type_signature, python=block.value)
+    raise TypeError(f'the composing context cannot evaluate a {type(block).__name__} building block: {block}')
+
+  def _select(self, source, index: int):
+    if isinstance(source, tff.structure.Struct):
+      return source[index]
+    if not isinstance(source, _HomeValue):
+      raise TypeError(f'selection [{index}] from a value of type {source.type_signature}')
+    element_type = source.type_signature[index]
+    if source.python is not _UNKNOWN:
+      return _HomeValue(element_type, python=tff.structure.from_container(source.python)[index])
+    futures = {i: self.shards[i].worker.submit(self.shards[i].create_selection, remote, index)
+               for i, remote in source.remotes.items()}
+    return _HomeValue(element_type, remotes={i: future.result() for i, future in futures.items()})
+
+  def _local(self, call, environment):
+    if not isinstance(call, tff.framework.Call):
+      raise TypeError(f'a call-dominant local is not a call: {call}')
+    function = call.function
+    argument = None if call.argument is None else self._expression(call.argument, environment)
+    if isinstance(function, tff.framework.CompiledComputation):
+      (result,) = self._call_on(function, argument, [0])
+      return _HomeValue(call.type_signature, remotes={0: result})
+    if not isinstance(function, tff.framework.Intrinsic):
+      raise TypeError(f'the composing context calls only intrinsics and compiled computations, not {function}')
+    if function.uri in _PER_SHARD_INTRINSICS:
+      results = self._call_on(function, argument, range(len(self.shards)))
+      return _ClientsValue(call.type_signature, results)
+    if function.uri in _HOME_INTRINSICS:
+      (result,) = self._call_on(function, argument, [0])
+      return _HomeValue(call.type_signature, remotes={0: result})
+    if function.uri == _AGGREGATE:
+      return self._aggregate(function, argument)
+    raise UnsupportedIntrinsicError(
+        f'the intrinsic {function.uri} cannot run on the composing context over several TFF workers; it runs '
+        f'{sorted(SUPPORTED_INTRINSICS)} (after compilation for simulation)'
+    )
+
+  def _aggregate(self, intrinsic, argument):
+    """federated_aggregate: partial accumulators on every shard at once, merged and reported on home."""
+    value, zero, accumulate, merge, report = argument
+    accumulator_type = zero.type_signature
+    name = 'accumulator'
+    identity = tff.framework.Lambda(name, accumulator_type, tff.framework.Reference(name, accumulator_type))
+    parameter = intrinsic.type_signature.parameter
+    partial_type = tff.FunctionType([parameter[i] for i in range(4)] + [identity.type_signature],
+                                    tff.FederatedType(accumulator_type, tff.SERVER))
+    partial_argument = tff.structure.Struct([(None, value), (None, zero), (None, accumulate), (None, merge),
+                                             (None, _Function(identity))])
+    partials = self._call_on(tff.framework.Intrinsic(_AGGREGATE, partial_type), partial_argument,
+                             range(len(self.shards)))
+    parts = [_HomeValue(tff.FederatedType(accumulator_type, tff.SERVER), remotes={i: remote})
+             for i, remote in enumerate(partials)]
+    self._fetch(parts)
+    merged = _HomeValue(accumulator_type, python=parts[0].python)
+    for part in parts[1:]:
+      pair = tff.structure.Struct([(None, merged), (None, _HomeValue(accumulator_type, python=part.python))])
+      merged = self._home_call(merge.block, pair)
+    reported = self._home_call(report.block, merged)
+    result_type = report.type_signature.result
+    at_server = tff.framework.Intrinsic(
+        'federated_value_at_server', tff.FunctionType(result_type, tff.FederatedType(result_type, tff.SERVER)))
+    return self._home_call(at_server, reported)
+
+  def _home_call(self, function_block, argument) -> _HomeValue:
+    (result,) = self._call_on(function_block, argument, [0])
+    return _HomeValue(function_block.type_signature.result, remotes={0: result})
+
+
+def _client_count(argument, type_spec) -> Optional[int]:
+  """The length of the CLIENTS-placed (not all-equal) lists in `argument`, or None if it has none."""
+  if isinstance(type_spec, tff.StructType):
+    counts = {_client_count(element, element_type)
+              for (_, element), (_, element_type) in zip(
+                  tff.structure.iter_elements(tff.structure.from_container(argument)),
+                  tff.structure.iter_elements(type_spec))}
+    counts.discard(None)
+    if len(counts) > 1:
+      raise ValueError(f'the CLIENTS-placed arguments have different numbers of clients: {sorted(counts)}')
+    return counts.pop() if counts else None
+  if isinstance(type_spec, tff.FederatedType) and type_spec.placement is tff.CLIENTS and not type_spec.all_equal:
+    return len(argument)
+  return None
+
+
+class ComposingContext(tff.framework.SyncContext):
+  """Runs computations over the workers behind `stubs` (`tff.framework.RemoteExecutorGrpcStub`s), the cohort
+  split into one shard per worker; see the module docstring. `compiler_fn` compiles a computation for
+  simulation (a `tff.framework.ConcreteComputation` or building block out)."""
+
+  def __init__(self, stubs: Sequence[Any], compiler_fn, *, default_num_clients: int = 0):
+    if not stubs:
+      raise ValueError('stubs must hold at least one TFF worker stub')
+    self._workers = [_WorkerThread(stub) for stub in stubs]
+    self._compiler_fn = compiler_fn
+    self._default_num_clients = default_num_clients
+    self._compiled = {}  # id(computation) -> (computation, call-dominant lambda)
+
+  def _call_dominant(self, computation):
+    cached = self._compiled.get(id(computation))
+    if cached is None or cached[0] is not computation:
+      compiled = self._compiler_fn(computation)
+      if hasattr(compiled, 'to_building_block'):
+        compiled = compiled.to_building_block()
+      cached = self._compiled[id(computation)] = (computation, tff.framework.to_call_dominant(compiled))
+    return cached[1]
+
+  def invoke(self, comp, arg=None):
+    lambda_block = self._call_dominant(comp)
+    parameter_type = lambda_block.parameter_type
+    if arg is not None:
+      arg = tff.tensorflow.transform_args(arg)
+    num_clients = None if arg is None else _client_count(arg, parameter_type)
+    if num_clients is None:
+      num_clients = self._default_num_clients
+    sizes = shard_sizes(num_clients, len(self._workers))
+    invocation = _Invocation([_Shard(worker, size) for worker, size in zip(self._workers, sizes)])
+    try:
+      argument_tree = None if arg is None else invocation.ingest(arg, parameter_type)
+      result = invocation.materialize(invocation.evaluate(lambda_block, argument_tree))
+    finally:
+      invocation.close()
+    if isinstance(result, (collections.abc.Mapping, list, tuple)):
+      result = tff.structure.from_container(result, recursive=True)
+    result = tff.types.type_to_py_container(result, comp.type_signature.result)
+    return tff.tensorflow.transform_result(result)

@@ -136,7 +136,7 @@ def test_with_secure_mean_and_count_factories_every_client_value_is_a_secure_sum
       'federated_sum of int32@CLIENTS'
   ]
   factory = quantile.SecureQuantileFactory(
-      0.5, num_passes=40, mean_factory=secure_mean, count_factory=tff.aggregators.SecureSumFactory(1, 0)
+      0.5, num_passes=10, mean_factory=secure_mean, count_factory=tff.aggregators.SecureSumFactory(1, 0)
   )
   process = factory.create(_SCALAR, _SCALAR)
   privacy.assert_client_values_aggregated_securely(process.next)

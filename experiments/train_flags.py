@@ -298,7 +298,7 @@ PROGRESS_BAR = flags.DEFINE_bool('progress_bar', True, 'Show a tqdm progress bar
 TFF_WORKER_ADDRESS = flags.DEFINE_list(
     'tff_worker_address', [],
     'host:port of TFF executor services (python -m tff_robust.simulation.worker_service) to run on; several '
-    'shard each cohort over them (algorithms with one aggregation per round only). Empty: a local worker.',
+    'split each cohort over them, every aggregation pass on all at once (every algorithm). Empty: a local worker.',
 )
 GPUS = flags.DEFINE_string(
     'gpus', gpu_placement.AUTO,

@@ -139,7 +139,7 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
 
 def _train(task, clients_per_round: int) -> dict:
   """Builds the process on a TFF worker, records the run's settings (after --overwrite cleared its directory) and
-  runs `training_loop.run_training`; returns its summary. Raises Refusal for an algorithm TFF cannot shard."""
+  runs `training_loop.run_training`; returns its summary."""
   if train_flags.TFF_WORKER_ADDRESS.value:
     execution_context.set_remote_execution_context(train_flags.TFF_WORKER_ADDRESS.value)
   else:
@@ -152,11 +152,6 @@ def _train(task, clients_per_round: int) -> dict:
       algorithm, task.model_fn, _algorithm_config(), clients_per_round=clients_per_round,
       update_attack=_update_attack(), attack_options=_attack_options(), seed=seed,
   )
-  if len(train_flags.TFF_WORKER_ADDRESS.value) > 1:
-    try:
-      execution_context.check_shardable(process.next, f'--algorithm={algorithm}')
-    except ValueError as error:
-      raise train_flags.Refusal(str(error)) from None
   output_dir = train_flags.output_dir()
   if train_flags.OVERWRITE.value and os.path.exists(output_dir):
     shutil.rmtree(output_dir)

@@ -50,3 +50,41 @@ def test_shard_sizes_are_contiguous_and_never_empty():
   assert composing_context.shard_sizes(5, 2) == [3, 2]
   assert composing_context.shard_sizes(1, 3) == [1]
   assert composing_context.shard_sizes(0, 2) == [0]
+
+
+_TABLE_TYPE = tff.TensorType(np.float32, [4])
+
+
+@tff.tensorflow.computation(tff.SequenceType(np.float32))
+def _sequence_total(dataset):
+  return dataset.reduce(np.float32(0), lambda total, value: total + value)
+
+
+@tff.federated_computation(tff.FederatedType(tff.TensorType(np.int32, [2]), tff.CLIENTS),
+                           tff.FederatedType(_TABLE_TYPE, tff.SERVER))
+def _selected_totals(keys, table):
+  select_fn = tff.tensorflow.computation(lambda table, key: tf.gather(table, key), _TABLE_TYPE, np.int32)
+  selected = tff.federated_select(keys, tff.federated_value(np.int32(4), tff.SERVER), table, select_fn)
+  return tff.federated_map(_sequence_total, selected)
+
+
+def test_federated_select_runs_per_shard(two_worker_context):
+  keys, table = [[0, 1], [2, 3], [1, 1]], np.array([1.0, 2.0, 4.0, 8.0], np.float32)  # shards of 2 and 1
+  assert _selected_totals(keys, table) == [table[k].sum() for k in keys]
+
+
+@tff.federated_computation(tff.SequenceType(np.int32))
+def _sequence_sum(values):
+  return tff.sequence_sum(values)
+
+
+def test_an_intrinsic_it_cannot_split_is_refused_by_name_before_anything_runs(two_worker_context):
+  with pytest.raises(composing_context.UnsupportedIntrinsicError, match='^sequence_sum cannot run over TFF workers'):
+    composing_context.check_supported(_sequence_sum, execution_context._compile_for_simulation)  # pylint: disable=protected-access
+  with pytest.raises(composing_context.UnsupportedIntrinsicError, match='sequence_sum'):
+    _sequence_sum([1, 2, 3])
+
+
+def test_tensorflow_computations_with_and_without_a_parameter_run(two_worker_context):
+  assert tff.tensorflow.computation(lambda x: x + 1.0, np.float32)(np.float32(2.0)) == 3.0
+  assert tff.tensorflow.computation(lambda: tf.constant(7))() == 7

@@ -15,7 +15,9 @@ a call there needs it (a broadcast, an aggregation's zero).
 
 What runs where:
   - `federated_map`, `federated_map_all_equal`, `federated_zip_at_clients`, `federated_broadcast`,
-    `federated_value_at_clients`, `federated_eval_at_clients`: the same call on every shard, at once;
+    `federated_value_at_clients`, `federated_eval_at_clients`, `federated_select`, `federated_secure_select`
+    (each client's result depends on that client's keys and on server values only): the same call on every
+    shard, at once;
   - `federated_apply`, `federated_zip_at_server`, `federated_value_at_server`, `federated_eval_at_server` and
     compiled computations: on home;
   - `federated_aggregate(v, zero, accumulate, merge, report)`: every shard s computes its partial accumulator
@@ -25,7 +27,8 @@ What runs where:
     is divided once, after the merge, so a shard whose weights are all zero adds nothing and the
     no-NaN division of the mean factories sees the whole cohort's weight. Secure sums are compiled to
     their insecure bodies first (as on one worker), so they are aggregates too.
-Any other intrinsic raises `UnsupportedIntrinsicError` naming it.
+A computation that calls any other intrinsic is refused before anything runs: `UnsupportedIntrinsicError`
+names it (`check_supported` says so ahead of a run).
 
 Concurrency. TFF's gRPC stub blocks inside its coroutines, so each worker gets a thread of its own with an event
 loop; a call on every shard is submitted to every worker's thread, and the workers compute at once. The same
@@ -33,7 +36,6 @@ code runs one worker (one shard) and N.
 """
 
 import asyncio
-import collections.abc
 import concurrent.futures
 import threading
 from typing import Any, Optional, Sequence
@@ -42,7 +44,7 @@ import tensorflow_federated as tff
 
 _PER_SHARD_INTRINSICS = frozenset({
     'federated_map', 'federated_map_all_equal', 'federated_zip_at_clients', 'federated_broadcast',
-    'federated_value_at_clients', 'federated_eval_at_clients',
+    'federated_value_at_clients', 'federated_eval_at_clients', 'federated_select', 'federated_secure_select',
 })
 _HOME_INTRINSICS = frozenset({
     'federated_apply', 'federated_zip_at_server', 'federated_value_at_server', 'federated_eval_at_server',
@@ -261,7 +263,7 @@ class _Invocation:
     if not isinstance(block, tff.framework.Block):  # a computation without locals
       return self._expression(block, environment)
     for name, local in block.locals:
-      environment[name] = self._local(local, environment)
+      environment[name] = self._expression(local, environment)
     return self._expression(block.result, environment)
 
   def _expression(self, block, environment):
@@ -311,10 +313,7 @@ class _Invocation:
       return _HomeValue(call.type_signature, remotes={0: result})
     if function.uri == _AGGREGATE:
       return self._aggregate(function, argument)
-    raise UnsupportedIntrinsicError(
-        f'the intrinsic {function.uri} cannot run on the composing context over several TFF workers; it runs '
-        f'{sorted(SUPPORTED_INTRINSICS)} (after compilation for simulation)'
-    )
+    raise UnsupportedIntrinsicError(f'the intrinsic {function.uri} cannot run on the composing context')
 
   def _aggregate(self, intrinsic, argument):
     """federated_aggregate: partial accumulators on every shard at once, merged and reported on home."""
@@ -345,6 +344,42 @@ class _Invocation:
   def _home_call(self, function_block, argument) -> _HomeValue:
     (result,) = self._call_on(function_block, argument, [0])
     return _HomeValue(function_block.type_signature.result, remotes={0: result})
+
+
+def called_intrinsics(lambda_block) -> set[str]:
+  """The URIs of the intrinsics that the locals of a call-dominant lambda call."""
+  block = lambda_block.result
+  locals_ = block.locals if isinstance(block, tff.framework.Block) else []
+  return {local.function.uri for _, local in locals_
+          if isinstance(local, tff.framework.Call) and isinstance(local.function, tff.framework.Intrinsic)}
+
+
+def _call_dominant_form(computation, compiler_fn):
+  """`computation` compiled by `compiler_fn` in call-dominant form; UnsupportedIntrinsicError if it calls an
+  intrinsic that this context cannot split over workers."""
+  compiled = compiler_fn(computation)
+  if hasattr(compiled, 'to_building_block'):
+    compiled = compiled.to_building_block()
+  lambda_block = tff.framework.to_call_dominant(compiled)
+  if not isinstance(lambda_block, tff.framework.Lambda):  # a TensorFlow computation: one call of it, on home
+    parameter_type = lambda_block.type_signature.parameter
+    if parameter_type is None:
+      lambda_block = tff.framework.Lambda(None, None, tff.framework.Call(lambda_block))
+    else:
+      lambda_block = tff.framework.Lambda('argument', parameter_type, tff.framework.Call(
+          lambda_block, tff.framework.Reference('argument', parameter_type)))
+  unsupported = called_intrinsics(lambda_block) - SUPPORTED_INTRINSICS
+  if unsupported:
+    raise UnsupportedIntrinsicError(
+        f'{", ".join(sorted(unsupported))} cannot run over TFF workers: the composing context evaluates only '
+        f'{", ".join(sorted(SUPPORTED_INTRINSICS))} (after compilation for simulation)'
+    )
+  return lambda_block
+
+
+def check_supported(computation, compiler_fn) -> None:
+  """Raises UnsupportedIntrinsicError, naming the intrinsic, if `ComposingContext` cannot run `computation`."""
+  _call_dominant_form(computation, compiler_fn)
 
 
 def _client_count(argument, type_spec) -> Optional[int]:
@@ -379,10 +414,7 @@ class ComposingContext(tff.framework.SyncContext):
   def _call_dominant(self, computation):
     cached = self._compiled.get(id(computation))
     if cached is None or cached[0] is not computation:
-      compiled = self._compiler_fn(computation)
-      if hasattr(compiled, 'to_building_block'):
-        compiled = compiled.to_building_block()
-      cached = self._compiled[id(computation)] = (computation, tff.framework.to_call_dominant(compiled))
+      cached = self._compiled[id(computation)] = (computation, _call_dominant_form(computation, self._compiler_fn))
     return cached[1]
 
   def invoke(self, comp, arg=None):
@@ -400,7 +432,7 @@ class ComposingContext(tff.framework.SyncContext):
       result = invocation.materialize(invocation.evaluate(lambda_block, argument_tree))
     finally:
       invocation.close()
-    if isinstance(result, (collections.abc.Mapping, list, tuple)):
+    if isinstance(comp.type_signature.result, tff.StructType) and isinstance(result, (dict, list, tuple)):
       result = tff.structure.from_container(result, recursive=True)
     result = tff.types.type_to_py_container(result, comp.type_signature.result)
     return tff.tensorflow.transform_result(result)

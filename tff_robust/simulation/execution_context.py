@@ -12,28 +12,21 @@ The context compiles secure-sum intrinsics to their insecure bodies (`tff.backen
 built on `tff.aggregators.SecureSumFactory` run in simulation with the same clipping and quantisation as in
 deployment.
 
-Remote execution (`set_remote_execution_context`) uses TFF's own runtime pieces: one address runs every
-computation on that executor service (`tff.framework.RemoteExecutor` over gRPC); several addresses shard each
-round's cohort over them with TFF's `tff.framework.MergeableCompExecutionContext`, which splits a computation
-at its aggregation, runs the client-side part of each shard on its own worker, all shards at once (each in a
-thread of its own: `_ThreadedShardContext`), and merges the partial aggregates. TFF can split only a
-computation whose aggregations do not depend on one another (`check_shardable`): FedAvg and the gather-based
-baselines qualify; the robust aggregators that are a sequence of secure averages (RFA's Weiszfeld passes,
-Delta-FL's quantile, Fed+'s delta-medians) do not.
-Start a worker with `python -m tff_robust.simulation.worker_service --port=PORT`.
+Remote execution (`set_remote_execution_context`) runs every computation over the executor services at one
+or more addresses (`tff.framework.RemoteExecutor` over gRPC) with `composing_context.ComposingContext`: the
+cohort is split into one shard per worker, client values stay on their worker, and each aggregation pass
+(RFA's Weiszfeld passes, Delta-FL's quantile passes, Fed+'s medians included) runs on every worker at once
+and is merged on the first. Start a worker with `python -m tff_robust.simulation.worker_service --port=PORT`.
 
 A worker that dies. TFF retries a computation whose gRPC call fails as UNAVAILABLE without limit (its
 `AsyncExecutionContext.invoke`, backing off to 30 s between attempts), so a run whose worker has died would wait
 forever. For the worker this module owns, every gRPC call passes `_WorkerExitInterceptor`: a call that fails after
 the worker has exited raises `WorkerExited`, which TFF does not retry, so the computation fails within
-milliseconds. Remote workers, given by address and owned by someone else, keep TFF's retrying: one may be
-restarted, and the computation then goes on.
+milliseconds. On remote workers, given by address, a failed call raises at once (the composing context does not
+retry); the runner's checkpoints resume the run once the worker is back.
 """
 
-import asyncio
 import atexit
-import collections.abc
-import concurrent.futures
 import gc
 import os
 import select
@@ -49,9 +42,9 @@ import warnings
 import grpc
 import portpicker
 import tensorflow_federated as tff
-from tensorflow_federated.python.core.backends.native import mergeable_comp_compiler
 from tensorflow_federated.python.core.impl.context_stack import set_default_context as tff_default_context
 
+from tff_robust.simulation import composing_context
 from tff_robust.simulation import worker_launcher
 
 _GRPC_CHANNEL_OPTIONS = [
@@ -340,56 +333,6 @@ def _make_context(stub, default_num_clients: int) -> tff.framework.SyncExecution
   )
 
 
-def _compile_to_shards(computation) -> tff.framework.MergeableCompForm:
-  return mergeable_comp_compiler.compile_to_mergeable_comp_form(
-      tff.backends.test.replace_secure_intrinsics_with_bodies(computation)
-  )
-
-
-class _ThreadedShardContext(tff.framework.AsyncContext):
-  """One worker's shard as an async context whose `invoke` runs in a thread of its own.
-
-  TFF's `RemoteExecutorGrpcStub` makes blocking gRPC calls inside its coroutines, so the shards of
-  `MergeableCompExecutionContext`, coroutines on one event loop, would run one after another. Here each shard
-  is a `SyncExecutionContext` (its own event loop, in its own thread) called from a one-thread pool: while one
-  shard's call blocks, the others' proceed, and the workers compute at once.
-  """
-
-  def __init__(self, context: tff.framework.SyncExecutionContext):
-    self._context = context
-    self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix='tff_shard')
-
-  async def invoke(self, comp, arg):
-    return await asyncio.get_running_loop().run_in_executor(self._thread, self._context.invoke, comp, arg)
-
-
-class _ShardingContext(tff.framework.MergeableCompExecutionContext):
-  """TFF's mergeable-computation context, returning results in the computation's own Python containers.
-
-  Compilation to `MergeableCompForm` drops the Python containers of the result type (a `LearningProcessOutput`
-  comes back as an `OrderedDict`); they are restored from the original computation's type signature. A result
-  that is no container (a tensor) is returned as it is.
-  """
-
-  def invoke(self, comp, arg=None):
-    result = super().invoke(comp, arg)
-    if isinstance(result, (collections.abc.Mapping, list, tuple)):
-      result = tff.structure.from_container(result, recursive=True)
-    return tff.types.type_to_py_container(result, comp.type_signature.result)
-
-
-def check_shardable(computation, description: str) -> None:
-  """Raises ValueError, naming `description`, if TFF cannot shard `computation` over several workers."""
-  try:
-    _compile_to_shards(computation)
-  except ValueError as error:
-    raise ValueError(
-        f'{description} cannot be sharded over several TFF workers: TFF splits a computation only at '
-        'aggregations that do not depend on one another, and this one has dependent aggregations '
-        f'({str(error)[:80]}...). Give a single --tff_worker_address.'
-    ) from None
-
-
 def _ready_stub(address: str):
   stub = tff.framework.RemoteExecutorGrpcStub(grpc.insecure_channel(address, _GRPC_CHANNEL_OPTIONS))
   _wait_until_ready(stub, None, address)
@@ -399,23 +342,19 @@ def _ready_stub(address: str):
 def set_remote_execution_context(addresses: Sequence[str], *, default_num_clients: int = 0) -> None:
   """Runs every TFF computation on the executor services at `addresses` (`host:port`, already started).
 
-  One address: the computations run there unchanged. Several: each invocation's clients are split into
-  `len(addresses)` shards, one per worker, which compute at once (TFF's `MergeableCompExecutionContext` over
-  `_ThreadedShardContext`s); only computations that pass `check_shardable` can run.
+  Each invocation's clients are split into `len(addresses)` contiguous shards, one per worker, and every
+  computation is evaluated by `composing_context.ComposingContext`: client work and each aggregation pass on
+  all workers at once, partial aggregates merged on the first worker. One address is the same code path with
+  one shard. A computation that calls an intrinsic it cannot split is refused before anything runs
+  (`composing_context.UnsupportedIntrinsicError`, naming it); every algorithm of this package runs.
   """
   global _context_installed
   if not addresses:
     raise ValueError('addresses must name at least one TFF worker (host:port)')
   stubs = [_ready_stub(address) for address in addresses]
   _context_installed = True
-  if len(stubs) == 1:
-    tff.framework.set_default_context(_make_context(stubs[0], default_num_clients))
-    return
-  shard_contexts = [_ThreadedShardContext(_make_context(stub, default_num_clients)) for stub in stubs]
-  tff.framework.set_default_context(_ShardingContext(
-      shard_contexts, compiler_fn=_compile_to_shards, transform_args=tff.tensorflow.transform_args,
-      transform_result=tff.tensorflow.transform_result,
-  ))
+  tff.framework.set_default_context(composing_context.ComposingContext(
+      stubs, _compile_for_simulation, default_num_clients=default_num_clients))
 
 
 _local_worker: Optional[LocalWorker] = None

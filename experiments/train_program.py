@@ -15,6 +15,7 @@ from experiments import exit_statuses
 from experiments import train_flags
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import client_pipelines
+from tff_robust.simulation import composing_context
 from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
 from tff_robust.simulation import gpu_placement
@@ -198,7 +199,7 @@ def run() -> int:
   except training_loop.Interrupted as interrupted:
     print(interrupted, file=sys.stderr)
     return exit_statuses.INTERRUPTED
-  except execution_context.WorkerExited as error:
+  except composing_context.WorkerUnavailable as error:
     print(f'error: {error}. The same command resumes the run from its newest checkpoint, if it has one.',
           file=sys.stderr)
     return exit_statuses.WORKER_EXITED

@@ -1,4 +1,4 @@
-"""One line and exit status 4, not a traceback, when a sweep's or table's own TFF worker dies mid-run.
+"""One line and exit status 4, not a traceback, when a sweep's or table's TFF worker dies or becomes unreachable.
 
 `experiments.train` reports a dead worker itself (`train_program.run`); the sweep and table binaries wrap their
 absl `main` in `reports_worker_exit`, so a worker that is killed (SIGKILL, the out-of-memory killer) ends them the
@@ -11,11 +11,13 @@ import sys
 from typing import Callable
 
 from experiments import exit_statuses
+from tff_robust.simulation import composing_context
 from tff_robust.simulation import execution_context
 
 
 def reports_worker_exit(resume_hint: str) -> Callable[[Callable], Callable]:
-  """Decorates an absl `main(argv)`: `WorkerExited` becomes one line ending in `resume_hint` and exit status 4.
+  """Decorates an absl `main(argv)`: a lost worker (`composing_context.WorkerUnavailable`, of which the own
+  worker's `WorkerExited` is a kind) becomes one line ending in `resume_hint` and exit status 4.
 
   Whatever `main` ends with, the local execution context (and the worker it owns) is stopped.
   """
@@ -26,7 +28,7 @@ def reports_worker_exit(resume_hint: str) -> Callable[[Callable], Callable]:
     def main_reporting_worker_exit(argv):
       try:
         return main(argv)
-      except execution_context.WorkerExited as error:
+      except composing_context.WorkerUnavailable as error:
         print(f'error: {error}. {resume_hint}', file=sys.stderr)
         return exit_statuses.WORKER_EXITED
       finally:

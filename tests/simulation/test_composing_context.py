@@ -1,5 +1,7 @@
 """The composing context: dependent aggregations over several workers equal their closed forms."""
 
+import time
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -88,3 +90,21 @@ def test_an_intrinsic_it_cannot_split_is_refused_by_name_before_anything_runs(tw
 def test_tensorflow_computations_with_and_without_a_parameter_run(two_worker_context):
   assert tff.tensorflow.computation(lambda x: x + 1.0, np.float32)(np.float32(2.0)) == 3.0
   assert tff.tensorflow.computation(lambda: tf.constant(7))() == 7
+
+
+def test_a_worker_that_stops_fails_the_next_computation_at_once_naming_it():
+  workers = [execution_context.LocalWorker() for _ in range(2)]
+  try:
+    stubs = [execution_context._ready_stub(worker.address) for worker in workers]  # pylint: disable=protected-access
+    context = composing_context.ComposingContext(
+        stubs, execution_context._compile_for_simulation, worker_names=['w0', 'w1'])  # pylint: disable=protected-access
+    with tff.framework.get_context_stack().install(context):
+      assert _mean_then_mean_deviation([1.0, 3.0], [1.0, 1.0])[0] == pytest.approx(2.0)
+      workers[1].stop()
+      start = time.monotonic()
+      with pytest.raises(composing_context.WorkerUnavailable, match='the TFF worker w1 became unreachable'):
+        _mean_then_mean_deviation([1.0, 3.0], [1.0, 1.0])
+      assert time.monotonic() - start < 10.0
+  finally:
+    for worker in workers:
+      worker.stop()

@@ -30,6 +30,9 @@ What runs where:
 A computation that calls any other intrinsic is refused before anything runs: `UnsupportedIntrinsicError`
 names it (`check_supported` says so ahead of a run).
 
+A worker that cannot be reached (gRPC UNAVAILABLE) fails the computation at once with `WorkerUnavailable`
+naming it; TFF's own contexts would retry without limit.
+
 Concurrency. TFF's gRPC stub blocks inside its coroutines, so each worker gets a thread of its own with an event
 loop; a call on every shard is submitted to every worker's thread, and the workers compute at once. The same
 code runs one worker (one shard) and N.
@@ -57,6 +60,10 @@ class UnsupportedIntrinsicError(ValueError):
   """A computation calls an intrinsic that the composing context cannot split over workers."""
 
 
+class WorkerUnavailable(RuntimeError):
+  """A TFF worker could not be reached during a computation (it stopped, or the connection to it broke)."""
+
+
 def shard_sizes(num_clients: int, num_workers: int) -> list[int]:
   """Contiguous shard sizes, floor or ceil of num_clients / num_workers, without empty shards (at least one)."""
   base, extra = divmod(num_clients, num_workers)
@@ -67,13 +74,24 @@ def shard_sizes(num_clients: int, num_workers: int) -> list[int]:
 class _WorkerThread:
   """One worker's thread, with its own event loop, in which every call to that worker runs."""
 
-  def __init__(self, stub):
+  def __init__(self, stub, name: str):
     self.stub = stub
+    self.name = name
     self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix='tff_composing')
     self._local = threading.local()
 
   def submit(self, function, *args) -> concurrent.futures.Future:
-    return self._pool.submit(function, *args)
+    """Runs `function(*args)` in this worker's thread; an unreachable worker fails it with WorkerUnavailable."""
+    return self._pool.submit(self._call, function, *args)
+
+  def _call(self, function, *args):
+    try:
+      return function(*args)
+    except tff.framework.RetryableError as error:  # gRPC UNAVAILABLE: TFF's own context would retry forever
+      raise WorkerUnavailable(
+          f'the TFF worker {self.name} became unreachable during a computation (gRPC UNAVAILABLE); a computation '
+          'is not retried on the composing context'
+      ) from error
 
   def run(self, coroutine):
     """Runs a coroutine of `RemoteExecutor` to completion; called in this worker's thread only."""
@@ -403,10 +421,16 @@ class ComposingContext(tff.framework.SyncContext):
   split into one shard per worker; see the module docstring. `compiler_fn` compiles a computation for
   simulation (a `tff.framework.ConcreteComputation` or building block out)."""
 
-  def __init__(self, stubs: Sequence[Any], compiler_fn, *, default_num_clients: int = 0):
+  def __init__(self, stubs: Sequence[Any], compiler_fn, *, default_num_clients: int = 0,
+               worker_names: Optional[Sequence[str]] = None):
+    """`worker_names`: how errors name the workers (e.g. their addresses); default 'number i of N'."""
     if not stubs:
       raise ValueError('stubs must hold at least one TFF worker stub')
-    self._workers = [_WorkerThread(stub) for stub in stubs]
+    if worker_names is None:
+      worker_names = [f'number {index + 1} of {len(stubs)}' for index in range(len(stubs))]
+    if len(worker_names) != len(stubs):
+      raise ValueError(f'worker_names must name each of the {len(stubs)} stubs, got {len(worker_names)} names')
+    self._workers = [_WorkerThread(stub, name) for stub, name in zip(stubs, worker_names)]
     self._compiler_fn = compiler_fn
     self._default_num_clients = default_num_clients
     self._compiled = {}  # id(computation) -> (computation, call-dominant lambda)

@@ -22,8 +22,9 @@ A worker that dies. TFF retries a computation whose gRPC call fails as UNAVAILAB
 `AsyncExecutionContext.invoke`, backing off to 30 s between attempts), so a run whose worker has died would wait
 forever. For the worker this module owns, every gRPC call passes `_WorkerExitInterceptor`: a call that fails after
 the worker has exited raises `WorkerExited`, which TFF does not retry, so the computation fails within
-milliseconds. On remote workers, given by address, a failed call raises at once (the composing context does not
-retry); the runner's checkpoints resume the run once the worker is back.
+milliseconds. On remote workers, given by address, a call that finds its worker unreachable raises
+`composing_context.WorkerUnavailable` (of which `WorkerExited` is a kind) naming the address; the runner's
+checkpoints resume the run once the worker is back.
 """
 
 import atexit
@@ -64,7 +65,7 @@ def worker_binary_path() -> str:
   return path
 
 
-class WorkerExited(RuntimeError):
+class WorkerExited(composing_context.WorkerUnavailable):
   """The `worker_binary` this process started exited while a computation ran on it; the message says how."""
 
 
@@ -354,7 +355,8 @@ def set_remote_execution_context(addresses: Sequence[str], *, default_num_client
   stubs = [_ready_stub(address) for address in addresses]
   _context_installed = True
   tff.framework.set_default_context(composing_context.ComposingContext(
-      stubs, _compile_for_simulation, default_num_clients=default_num_clients))
+      stubs, _compile_for_simulation, default_num_clients=default_num_clients,
+      worker_names=[f'at {address}' for address in addresses]))
 
 
 _local_worker: Optional[LocalWorker] = None

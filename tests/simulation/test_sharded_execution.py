@@ -27,35 +27,39 @@ def two_worker_context():
 
 
 @pytest.fixture
-def compute_calls(monkeypatch):
-  """Makes every gRPC `compute` call of a stub take at least 0.3 s more; yields the (stub, start, end) list."""
+def create_calls(monkeypatch):
+  """Makes every gRPC `create_call` of a stub take at least 0.3 s more; yields the (stub, start, end) list.
+
+  The gRPC stub blocks until the worker answers, so calls that one driver thread made one after another could
+  not overlap.
+  """
   calls = []
   lock = threading.Lock()
-  compute = tff.framework.RemoteExecutorGrpcStub.compute
+  create_call = tff.framework.RemoteExecutorGrpcStub.create_call
 
-  def slow_compute(stub, *args, **kwargs):
+  def slow_create_call(stub, *args, **kwargs):
     start = time.monotonic()
     time.sleep(_SLOW_CALL_SECONDS)
-    result = compute(stub, *args, **kwargs)
+    result = create_call(stub, *args, **kwargs)
     with lock:
       calls.append((id(stub), start, time.monotonic()))
     return result
 
-  monkeypatch.setattr(tff.framework.RemoteExecutorGrpcStub, 'compute', slow_compute)
+  monkeypatch.setattr(tff.framework.RemoteExecutorGrpcStub, 'create_call', slow_create_call)
   return calls
 
 
-def test_the_shards_of_a_round_run_on_both_workers_at_once(two_worker_context, compute_calls):
+def test_the_shards_of_a_round_run_on_both_workers_at_once(two_worker_context, create_calls):
   @tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS))
   def mean(values):
     return tff.federated_mean(values)
 
   assert mean([1.0, 2.0, 3.0, 6.0]) == pytest.approx(3.0)
-  stubs = {stub for stub, _, _ in compute_calls}
+  stubs = {stub for stub, _, _ in create_calls}
   assert len(stubs) == 2, 'each worker computes its own shard'
-  overlapping = [(a, b) for a in compute_calls for b in compute_calls
+  overlapping = [(a, b) for a in create_calls for b in create_calls
                  if a[0] != b[0] and a[1] < b[2] and b[1] < a[2]]
-  assert overlapping, f'the workers computed one after another: {compute_calls}'
+  assert overlapping, f'the workers were called one after another: {create_calls}'
 
 
 def test_a_weighted_mean_over_unequal_shards_equals_the_closed_form(two_worker_context):

@@ -160,6 +160,59 @@ def _each(futures):
   return [future.result() for future in futures]
 
 
+def _placement(local, single_shard: bool) -> str:
+  """Where a call-dominant local runs: 'shards' (every shard), 'home', or federated_aggregate's own merge."""
+  function = getattr(local, 'function', None)
+  if single_shard:
+    return 'shards'  # one shard is the whole cohort: every call runs there as it is
+  if isinstance(function, tff.framework.Intrinsic):
+    if function.uri in _PER_SHARD_INTRINSICS:
+      return 'shards'
+    if function.uri == _AGGREGATE:
+      return _AGGREGATE
+  return 'home'
+
+
+def _segments(locals_, single_shard: bool):
+  """The locals in runs of consecutive locals of one placement: [(placement, [(name, local), ...]), ...]."""
+  segments = []
+  for name, local in locals_:
+    placement = _placement(local, single_shard)
+    if segments and segments[-1][0] == placement and placement != _AGGREGATE:
+      segments[-1][1].append((name, local))
+    else:
+      segments.append((placement, [(name, local)]))
+  return segments
+
+
+def _free_references(block, bound: frozenset = frozenset()) -> dict:
+  """{name: type} of the references in `block` that it does not bind itself (in order of appearance)."""
+  if isinstance(block, tff.framework.Reference):
+    return {} if block.name in bound else {block.name: block.type_signature}
+  if isinstance(block, tff.framework.Lambda):
+    return _free_references(block.result, bound | {block.parameter_name})
+  free = {}
+  if isinstance(block, tff.framework.Block):
+    for name, local in block.locals:
+      free.update(_free_references(local, bound))
+      bound = bound | {name}
+    free.update(_free_references(block.result, bound))
+    return free
+  for child in block.children():
+    free.update(_free_references(child, bound))
+  return free
+
+
+def _references_used_later(block) -> list[set[str]]:
+  """For each local i of `block`, the names that locals after i or the block's result refer to."""
+  used = set(_free_references(block.result))
+  used_later = [set() for _ in block.locals]
+  for index in range(len(block.locals) - 1, -1, -1):
+    used_later[index] = set(used)
+    used |= set(_free_references(block.locals[index][1]))
+  return used_later
+
+
 class _Invocation:
   """The evaluation of one call-dominant computation on a list of shards (shard 0 is home)."""
 
@@ -274,15 +327,54 @@ class _Invocation:
   # Evaluating the call-dominant block.
 
   def evaluate(self, lambda_block, argument_tree):
+    """Evaluates the call-dominant `lambda_block` on `argument_tree`, one segment of its locals per call."""
     environment = {}
     if lambda_block.parameter_name is not None:
       environment[lambda_block.parameter_name] = argument_tree
     block = lambda_block.result
     if not isinstance(block, tff.framework.Block):  # a computation without locals
       return self._expression(block, environment)
-    for name, local in block.locals:
-      environment[name] = self._expression(local, environment)
+    used_later = _references_used_later(block)
+    start = 0
+    for placement, locals_ in _segments(block.locals, single_shard=len(self.shards) == 1):
+      end = start + len(locals_)
+      if placement == _AGGREGATE or len(locals_) == 1:
+        for name, local in locals_:
+          environment[name] = self._expression(local, environment)
+      else:
+        self._run_segment(locals_, used_later[end - 1], placement, environment)
+      start = end
     return self._expression(block.result, environment)
+
+  def _run_segment(self, locals_, used_later: set[str], placement: str, environment) -> None:
+    """Runs consecutive locals of one placement as one call on their shards: a lambda whose parameter holds the
+    values they read from earlier locals, and whose result holds those of their values that later ones read."""
+    defined = {name for name, _ in locals_}
+    free = {}
+    for name, local in locals_:
+      free.update({ref: ref_type for ref, ref_type in _free_references(local).items() if ref not in defined})
+    free_names = list(free)
+    live = [(name, local.type_signature) for name, local in locals_ if name in used_later]
+    parameter_type = tff.StructType([(None, free[name]) for name in free_names]) if free_names else None
+    parameter = 'segment_argument'
+    bindings = [(name, tff.framework.Selection(tff.framework.Reference(parameter, parameter_type), index=index))
+                for index, name in enumerate(free_names)]
+    result = tff.framework.Struct([(None, tff.framework.Reference(name, local_type)) for name, local_type in live])
+    segment = tff.framework.Lambda(parameter if free_names else None, parameter_type,
+                                   tff.framework.Block(bindings + list(locals_), result))
+    argument = (tff.structure.Struct([(None, environment[name]) for name in free_names]) if free_names else None)
+    indices = [0] if placement == 'home' else list(range(len(self.shards)))
+    results = self._call_on(segment, argument, indices)
+
+    def select(index, position):
+      return self.shards[index].create_selection(results[indices.index(index)], position)
+
+    for position, (name, local_type) in enumerate(live):
+      remotes = _each([self.shards[index].worker.submit(select, index, position) for index in indices])
+      if isinstance(local_type, tff.FederatedType) and local_type.placement is tff.CLIENTS:
+        environment[name] = _ClientsValue(local_type, remotes)
+      else:
+        environment[name] = _HomeValue(local_type, remotes=dict(zip(indices, remotes)))
 
   def _expression(self, block, environment):
     if isinstance(block, tff.framework.Reference):
@@ -334,30 +426,52 @@ class _Invocation:
     raise UnsupportedIntrinsicError(f'the intrinsic {function.uri} cannot run on the composing context')
 
   def _aggregate(self, intrinsic, argument):
-    """federated_aggregate: partial accumulators on every shard at once, merged and reported on home."""
+    """federated_aggregate: partial accumulators on every shard at once, merged and reported on home.
+
+    Two calls: `federated_aggregate(value, zero, accumulate, merge, identity)` on every shard, then on home
+    `federated_apply(a -> report(merge(...merge(a_1, a_2)..., a_N)), federated_zip_at_server(a_1, ..., a_N))`;
+    home's own partial a_1 never leaves it, the others are copied there.
+    """
     value, zero, accumulate, merge, report = argument
-    accumulator_type = zero.type_signature
-    name = 'accumulator'
-    identity = tff.framework.Lambda(name, accumulator_type, tff.framework.Reference(name, accumulator_type))
-    parameter = intrinsic.type_signature.parameter
-    partial_type = tff.FunctionType([parameter[i] for i in range(4)] + [identity.type_signature],
-                                    tff.FederatedType(accumulator_type, tff.SERVER))
-    partial_argument = tff.structure.Struct([(None, value), (None, zero), (None, accumulate), (None, merge),
-                                             (None, _Function(identity))])
-    partials = self._call_on(tff.framework.Intrinsic(_AGGREGATE, partial_type), partial_argument,
+    value_type, accumulator_type, accumulate_type, merge_type, report_type = intrinsic.type_signature.parameter
+    for function in (accumulate, merge, report):
+      if not isinstance(function, _Function):
+        raise TypeError(f'federated_aggregate takes its functions inline in call-dominant form, got {function}')
+    at_server = tff.FederatedType(accumulator_type, tff.SERVER)
+    pair_type = tff.StructType([(None, value_type), (None, accumulator_type)])
+    pair = tff.framework.Reference('value_and_zero', pair_type)
+    identity = tff.framework.Lambda(
+        'accumulator', accumulator_type, tff.framework.Reference('accumulator', accumulator_type))
+    partial_aggregate = tff.framework.Intrinsic(
+        _AGGREGATE, tff.FunctionType([value_type, accumulator_type, accumulate_type, merge_type,
+                                      identity.type_signature], at_server))
+    partial = tff.framework.Lambda('value_and_zero', pair_type, tff.framework.Call(
+        partial_aggregate, tff.framework.Struct([
+            (None, tff.framework.Selection(pair, index=0)), (None, tff.framework.Selection(pair, index=1)),
+            (None, accumulate.block), (None, merge.block), (None, identity)])))
+    partials = self._call_on(partial, tff.structure.Struct([(None, value), (None, zero)]),
                              range(len(self.shards)))
-    parts = [_HomeValue(tff.FederatedType(accumulator_type, tff.SERVER), remotes={i: remote})
-             for i, remote in enumerate(partials)]
-    self._fetch(parts)
-    merged = _HomeValue(accumulator_type, python=parts[0].python)
-    for part in parts[1:]:
-      pair = tff.structure.Struct([(None, merged), (None, _HomeValue(accumulator_type, python=part.python))])
-      merged = self._home_call(merge.block, pair)
-    reported = self._home_call(report.block, merged)
-    result_type = report.type_signature.result
-    at_server = tff.framework.Intrinsic(
-        'federated_value_at_server', tff.FunctionType(result_type, tff.FederatedType(result_type, tff.SERVER)))
-    return self._home_call(at_server, reported)
+
+    num_parts = len(partials)
+    parts_type = tff.StructType([(None, at_server)] * num_parts)
+    accumulators_type = tff.StructType([(None, accumulator_type)] * num_parts)
+    accumulators = tff.framework.Reference('accumulators', accumulators_type)
+    merged = tff.framework.Selection(accumulators, index=0)
+    for index in range(1, num_parts):
+      merged = tff.framework.Call(merge.block, tff.framework.Struct(
+          [(None, merged), (None, tff.framework.Selection(accumulators, index=index))]))
+    merge_and_report = tff.framework.Lambda(
+        'accumulators', accumulators_type, tff.framework.Call(report.block, merged))
+    zip_at_server = tff.framework.Intrinsic('federated_zip_at_server', tff.FunctionType(
+        parts_type, tff.FederatedType(accumulators_type, tff.SERVER)))
+    result_type = tff.FederatedType(report_type.result, tff.SERVER)
+    apply = tff.framework.Intrinsic('federated_apply', tff.FunctionType(
+        [merge_and_report.type_signature, tff.FederatedType(accumulators_type, tff.SERVER)], result_type))
+    parts = tff.framework.Reference('parts', parts_type)
+    finish = tff.framework.Lambda('parts', parts_type, tff.framework.Call(apply, tff.framework.Struct([
+        (None, merge_and_report), (None, tff.framework.Call(zip_at_server, parts))])))
+    part_values = [_HomeValue(at_server, remotes={index: remote}) for index, remote in enumerate(partials)]
+    return self._home_call(finish, tff.structure.Struct([(None, part) for part in part_values]))
 
   def _home_call(self, function_block, argument) -> _HomeValue:
     (result,) = self._call_on(function_block, argument, [0])

@@ -2,9 +2,12 @@
 
 TFF's `MergeableCompExecutionContext` splits a computation at one aggregation; a round of RFA, Delta-FL or Fed+
 has several that depend on one another (a Weiszfeld pass needs the previous pass's median). This context
-evaluates the computation itself, one intrinsic at a time, over TFF's own pieces: the computation, compiled
-for simulation, is put in call-dominant form (`tff.framework.to_call_dominant`: a block of locals, each the
-call of an intrinsic or a compiled TensorFlow computation), and the locals are evaluated in order.
+evaluates the computation itself over TFF's own pieces: the computation, compiled for simulation, is put in
+call-dominant form (`tff.framework.to_call_dominant`: a block of locals, each the call of an intrinsic or a
+compiled TensorFlow computation), and the locals are evaluated in order, each run of consecutive locals with the
+same placement (below) as one call of a lambda made of them, so that a round takes a few calls per aggregation
+pass, not one per local. On one worker every local has the same placement: the round is one call, as on TFF's
+own context.
 
 Where values live. The cohort of n clients is split into contiguous shards of sizes floor(n/N) or ceil(n/N),
 one per worker (`tff.framework.RemoteExecutor` with cardinality CLIENTS = the shard's size). A CLIENTS-placed
@@ -22,7 +25,7 @@ What runs where:
     compiled computations: on home;
   - `federated_aggregate(v, zero, accumulate, merge, report)`: every shard s computes its partial accumulator
     a_s = fold(accumulate, zero, its clients' v) at once; home merges them, a = merge(...merge(a_1, a_2)..., a_N)
-    and reports report(a). This is TFF's own definition of the aggregate, with the clients' fold split in N
+    and reports report(a), in one call (home's own a_1 stays there; the others are copied). This is TFF's own definition of the aggregate, with the clients' fold split in N
     contiguous parts: a sum is the sum of the shards' sums, and a weighted mean (accumulator (sum w x, sum w))
     is divided once, after the merge, so a shard whose weights are all zero adds nothing and the
     no-NaN division of the mean factories sees the whole cohort's weight. Secure sums are compiled to

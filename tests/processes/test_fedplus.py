@@ -100,8 +100,8 @@ def test_one_round_matches_numpy_algorithm_1(variant, kind):
   local_models = [rng.normal(size=(synthetic_regression.DIMENSION, 1)).astype(np.float32) for _ in arrays]
   process = fedplus.build_fedplus_process(
       synthetic_regression.model_fn, sgd(), variant=variant, sigma=sigma, delta=delta,
-      local_init_mixing=mixing, max_iterations=200, tolerance=1e-7,
-  )
+      local_init_mixing=mixing, max_iterations=40, tolerance=1e-7,
+  )  # the solver converges in 26 (geomed) and 22 (comed) steps: `converged` is asserted below, so 40 is exact
   state, client_states, metrics = _run_fedplus(
       process, datasets(arrays), rounds=1, client_states=[(w,) for w in local_models]
   )

@@ -85,7 +85,8 @@ def test_fedplus_global_and_personal_models_on_two_workers_equal_the_local_ones(
   local, two_workers = contexts
   task, _, cohort = task_and_cohort
   process = algorithms.build_learning_process(
-      'fedplus_geomed', task.model_fn, algorithms.AlgorithmConfig(client_learning_rate=0.05),
+      'fedplus_geomed', task.model_fn,
+      algorithms.AlgorithmConfig(client_learning_rate=0.05, fedplus_max_iterations=5),  # 6 dependent passes
       clients_per_round=_NUM_CLIENTS)
   client_states = [process.initial_client_state(process.initialize())] * _NUM_CLIENTS
   expected, expected_clients = _rounds(local, process, cohort, client_states)

@@ -102,4 +102,4 @@ def test_every_algorithm_of_the_runner_runs_on_the_composing_context(task_and_co
   for name in algorithms.ALGORITHM_NAMES:
     process = algorithms.build_learning_process(name, task.model_fn, algorithms.AlgorithmConfig(), clients_per_round=8)
     next_computation = tff.templates.IterativeProcess.next.fget(process)  # the computation under a Python `next`
-    composing_context.check_supported(next_computation, execution_context._compile_for_simulation)  # pylint: disable=protected-access
+    composing_context.check_supported(next_computation, execution_context.compile_for_simulation)

@@ -25,10 +25,11 @@ What runs where:
     compiled computations: on home;
   - `federated_aggregate(v, zero, accumulate, merge, report)`: every shard s computes its partial accumulator
     a_s = fold(accumulate, zero, its clients' v) at once; home merges them, a = merge(...merge(a_1, a_2)..., a_N)
-    and reports report(a), in one call (home's own a_1 stays there; the others are copied). This is TFF's own definition of the aggregate, with the clients' fold split in N
-    contiguous parts: a sum is the sum of the shards' sums, and a weighted mean (accumulator (sum w x, sum w))
-    is divided once, after the merge, so a shard whose weights are all zero adds nothing and the
-    no-NaN division of the mean factories sees the whole cohort's weight. Secure sums are compiled to
+    and reports report(a), in one call (home's own a_1 stays there; the others are copied). This is TFF's own
+    definition of the aggregate, with the clients' fold split in N contiguous parts: a sum is the sum of the
+    shards' sums, and a weighted mean (accumulator (sum w x, sum w)) is divided once, after the merge, so a
+    shard whose weights are all zero adds nothing and the no-NaN division of the mean factories sees the whole
+    cohort's weight. Secure sums are compiled to
     their insecure bodies first (as on one worker), so they are aggregates too.
 A computation that calls any other intrinsic is refused before anything runs: `UnsupportedIntrinsicError`
 names it (`check_supported` says so ahead of a run).

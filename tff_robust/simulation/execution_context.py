@@ -309,7 +309,9 @@ def _wait_until_ready(stub, worker: Optional[LocalWorker], address: str) -> None
     time.sleep(0.05)
 
 
-def _compile_for_simulation(computation):
+def compile_for_simulation(computation):
+  """`computation` as the workers run it: secure sums replaced by their insecure bodies (the same clipping and
+  quantisation), then TFF's native lowering. The `compiler_fn` of every context this module installs."""
   computation = tff.backends.test.replace_secure_intrinsics_with_bodies(computation)
   return tff.backends.native.desugar_and_transform_to_native(computation)
 
@@ -328,7 +330,7 @@ def _executor_factory(stub, default_num_clients: int) -> tff.framework.ResourceM
 def _make_context(stub, default_num_clients: int) -> tff.framework.SyncExecutionContext:
   return tff.framework.SyncExecutionContext(
       executor_fn=_executor_factory(stub, default_num_clients),
-      compiler_fn=_compile_for_simulation,
+      compiler_fn=compile_for_simulation,
       transform_args=tff.tensorflow.transform_args,
       transform_result=tff.tensorflow.transform_result,
   )
@@ -355,7 +357,7 @@ def set_remote_execution_context(addresses: Sequence[str], *, default_num_client
   stubs = [_ready_stub(address) for address in addresses]
   _context_installed = True
   tff.framework.set_default_context(composing_context.ComposingContext(
-      stubs, _compile_for_simulation, default_num_clients=default_num_clients,
+      stubs, compile_for_simulation, default_num_clients=default_num_clients,
       worker_names=[f'at {address}' for address in addresses]))
 
 

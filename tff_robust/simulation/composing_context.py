@@ -160,6 +160,15 @@ class _Function:
     self.type_signature = block.type_signature
 
 
+def _leaves(tree, kind: type) -> list:
+  """The values of class `kind` (`_HomeValue` or `_ClientsValue`) in a tree of values and `Struct`s."""
+  if isinstance(tree, kind):
+    return [tree]
+  if isinstance(tree, tff.structure.Struct):
+    return [leaf for element in tree for leaf in _leaves(element, kind)]
+  return []
+
+
 def _each(futures):
   return [future.result() for future in futures]
 
@@ -237,13 +246,6 @@ class _Invocation:
     for (value, _), python in zip(pending, _each(futures)):
       value.python = python
 
-  def _home_leaves(self, tree) -> list[_HomeValue]:
-    if isinstance(tree, _HomeValue):
-      return [tree]
-    if isinstance(tree, tff.structure.Struct):
-      return [leaf for element in tree for leaf in self._home_leaves(element)]
-    return []
-
   def _on_shard(self, tree, index: int):
     """The remote value of `tree` on shard `index` (called in that shard's thread)."""
     shard = self.shards[index]
@@ -260,7 +262,7 @@ class _Invocation:
 
   def _prepare(self, tree, indices) -> None:
     """Fetches into Python the home values in `tree` that a shard among `indices` lacks."""
-    self._fetch([leaf for leaf in self._home_leaves(tree) if any(i not in leaf.remotes for i in indices)])
+    self._fetch([leaf for leaf in _leaves(tree, _HomeValue) if any(i not in leaf.remotes for i in indices)])
 
   def _call_on(self, function_block, argument, indices):
     """Calls `function_block(argument)` on the shards `indices` at once; returns their remote results."""
@@ -275,8 +277,8 @@ class _Invocation:
 
   def materialize(self, tree):
     """The Python value of `tree` (CLIENTS values: the shards' lists, concatenated in cohort order)."""
-    home = self._home_leaves(tree)
-    clients = self._clients_leaves(tree)
+    home = _leaves(tree, _HomeValue)
+    clients = _leaves(tree, _ClientsValue)
     self._fetch(home)
     fetched = {}
     futures = {(id(value), index): self.shards[index].worker.submit(self.shards[index].compute, remote)
@@ -284,13 +286,6 @@ class _Invocation:
     for key, future in futures.items():
       fetched[key] = future.result()
     return self._python(tree, fetched)
-
-  def _clients_leaves(self, tree) -> list[_ClientsValue]:
-    if isinstance(tree, _ClientsValue):
-      return [tree]
-    if isinstance(tree, tff.structure.Struct):
-      return [leaf for element in tree for leaf in self._clients_leaves(element)]
-    return []
 
   def _python(self, tree, fetched):
     if isinstance(tree, _HomeValue):

@@ -55,7 +55,8 @@ def section(name: str, body: str) -> str:
 def merge(existing: str, sections: dict, order: Sequence[str]) -> str:
   """The results file with `sections` ({name: body}) replaced or added; other sections of `existing` kept.
 
-  Sections are written in `order`; sections of `existing` not in `order` are dropped.
+  Sections are written in `order`; sections of `existing` not in `order` are dropped. Text of `existing`
+  outside every section (e.g. a hand-written section of another benchmark) is kept after the sections.
   """
   bodies = {}
   for name in order:
@@ -64,8 +65,11 @@ def merge(existing: str, sections: dict, order: Sequence[str]) -> str:
     if match:
       bodies[name] = match.group(1)
   bodies.update(sections)
+  any_section = re.escape(_BEGIN).replace(r'\{\}', r'(\S+)') + '.*?' + re.escape(_END).replace(r'\{\}', r'\1')
+  unmarked = re.sub(any_section, '', existing, flags=re.DOTALL)
+  unmarked = unmarked.replace(TITLE, '', 1).replace(INTRO, '', 1).strip()
   parts = [TITLE, INTRO] + [section(name, bodies[name]) for name in order if name in bodies]
-  return '\n\n'.join(parts) + '\n'
+  return '\n\n'.join(parts + ([unmarked] if unmarked else [])) + '\n'
 
 
 def write(path: str, sections: dict, order: Sequence[str]) -> None:

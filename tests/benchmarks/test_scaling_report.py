@@ -24,3 +24,14 @@ def test_sections_are_written_and_a_later_subset_replaces_only_its_own():
   assert 'old model-size table' not in second and 'new model-size table' in second
   assert second.index('cohort table') < second.index('new model-size table')
   assert scaling_report.merge(second, {}, ('algorithms', 'cohorts', 'model_size')) == second
+
+
+def test_text_outside_the_sections_is_kept_after_them():
+  order = ('algorithms', 'cohorts')
+  hand_written = '## 5. Two TFF workers vs one\n\nmeasured by hand'
+  existing = scaling_report.merge('', {'algorithms': 'old table', 'cohorts': 'cohort table'}, order) + '\n' + hand_written
+  updated = scaling_report.merge(existing, {'algorithms': 'new table'}, order)
+  assert 'old table' not in updated and 'new table' in updated and 'cohort table' in updated
+  assert updated.rstrip().endswith(hand_written)
+  assert updated.count(scaling_report.TITLE) == 1 and updated.count(scaling_report.INTRO) == 1
+  assert scaling_report.merge(updated, {}, order) == updated

@@ -42,6 +42,14 @@ def test_digits_clients_share_of_examples_reaches_rho_within_one_client():
   np.testing.assert_allclose(poisoned_x, 1.0 - clean_x)  # same shuffle seed, so the same order
 
 
+def test_no_corrupted_clients_is_a_zero_share_without_counting_any_dataset():
+  class NoData:  # counting would read train_data and fail
+    @property
+    def train_data(self):
+      raise AssertionError('counted the clients\' examples')
+  assert corruption.corrupted_weight_share(NoData(), frozenset()) == 0.0
+
+
 def test_attack_process_without_corrupted_clients_equals_fedavg():
   task = digits.create_task(client_epochs=1, client_batch_size=16, seed=0)
   sgd = lambda lr: tff.learning.optimizers.build_sgdm(learning_rate=lr)

@@ -60,6 +60,10 @@ def make_client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[s
 
 
 def corrupted_weight_share(task: base.Task, corrupted: frozenset[str]) -> float:
+  """Share of the training examples held by the `corrupted` clients; 0 without counting when there are none
+  (counting builds every client's dataset: 84 s for the 1,144 Shakespeare roles)."""
+  if not corrupted:
+    return 0.0
   counts = np.asarray(client_example_counts(task), np.float64)
   mask = np.array([cid in corrupted for cid in task.train_data.client_ids])
   return float(counts[mask].sum() / counts.sum())

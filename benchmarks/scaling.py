@@ -18,6 +18,9 @@ alike and the ratios are fair; absolute times depend on the machine.
    parameters, every robust aggregator against the weighted mean, time and peak memory.
 4. `quantile_passes` (`benchmarks/quantile_passes.py`): Delta-FL's secure quantile, passes per round against
    agreement with the exact filter, MM against the histogram search (NumPy references, seconds).
+5. `passes` (`benchmarks/scaling_passes.py`): Fed+, RFA, personalized RFA and Delta-FL (secure quantile) at
+   several counts of their dependent secure-sum passes beside FedAvg: each round split into a fixed part and
+   a cost per pass.
 
 Each section's module docstring says exactly what it measures and how.
 """
@@ -36,11 +39,13 @@ from benchmarks import quantile_passes  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_algorithms  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_cohorts  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_model_size  # pylint: disable=g-import-not-at-top
+from benchmarks import scaling_passes  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_report  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
 
 SECTIONS = {'algorithms': scaling_algorithms.section, 'cohorts': scaling_cohorts.section,
-            'model_size': scaling_model_size.section, 'quantile_passes': quantile_passes.section}
+            'model_size': scaling_model_size.section, 'quantile_passes': quantile_passes.section,
+            'passes': scaling_passes.section}
 _DEFAULT_OUTPUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results.md')
 
 _SECTIONS = flags.DEFINE_multi_enum('sections', list(SECTIONS), list(SECTIONS), 'Sections to run (repeatable).')

@@ -23,11 +23,7 @@ from benchmarks import process_stats
 from benchmarks import scaling_common
 from benchmarks import scaling_report
 from tff_robust.simulation import algorithms
-from tff_robust.simulation import tasks
 
-_TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Task of the per-algorithm comparison.')
-_CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 10, 'Cohort of the per-algorithm comparison.',
-                                          lower_bound=1)
 _ALGORITHMS = flags.DEFINE_multi_enum('algorithms', list(algorithms.ALGORITHM_NAMES), algorithms.ALGORITHM_NAMES,
                                       'Algorithms of section 1 (FedAvg is always included).')
 _DELTA_FL_SECURE = flags.DEFINE_boolean('delta_fl_secure', True, 'Also time Delta-FL with the secure quantile.')
@@ -55,11 +51,9 @@ def section() -> str:
   load_start = os.getloadavg()[0]
   rounds = scaling_common.value(_ROUNDS, quick=2)
   memory_rounds = scaling_common.value(_MEMORY_ROUNDS, quick=1)
-  m = _CLIENTS_PER_ROUND.value
+  m = scaling_common.CLIENTS_PER_ROUND.value
   worker = scaling_common.fresh_worker()
-  task = tasks.create_task(_TASK.value, client_epochs=1, client_batch_size=16, seed=0, use_synthetic_data=True)
-  ids = list(task.train_data.client_ids)
-  cohort = [task.client_dataset(ids[i % len(ids)]) for i in range(m)]
+  task, cohort = scaling_common.task_and_cohort(m)
   processes = {
       name: algorithms.build_learning_process(algorithm, task.model_fn, config, clients_per_round=m)
       for name, (algorithm, config) in tqdm.tqdm(_algorithm_variants().items(), desc='building', unit='process')
@@ -102,7 +96,7 @@ def section() -> str:
   parameters = sum(np.size(w) for w in initial_weights.trainable)
   body = [
       '## 1. Every algorithm of the runner relative to FedAvg',
-      f'Task `{_TASK.value}` ({parameters:,}-parameter model), the same cohort of {m} clients (1 local epoch, '
+      f'Task `{scaling_common.TASK.value}` ({parameters:,}-parameter model), the same cohort of {m} clients (1 local epoch, '
       f'batch 16) and the same initial model for every algorithm; default `AlgorithmConfig` (MtFEEL with '
       f'dde_steps = 0). Round: median wall seconds of one `next` over {rounds} rounds interleaved across all '
       'algorithms; CPU: median CPU seconds per round of the worker plus this process (less sensitive than wall '

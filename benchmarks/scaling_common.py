@@ -1,4 +1,5 @@
-"""What the sections of `benchmarks.scaling` share: --quick and --note, fresh workers, interleaved timing of
+"""What the sections of `benchmarks.scaling` share: --quick and --note, the task and cohort of the per-algorithm
+sections, fresh workers, interleaved timing of
 calls, one round of any kind of process, and the machine line under each section."""
 
 import os
@@ -15,11 +16,15 @@ from benchmarks import timing
 from tff_robust.processes import indexed_clients
 from tff_robust.processes import stateful_clients
 from tff_robust.simulation import execution_context
+from tff_robust.simulation import tasks
 
 MIB = 2**20
 
 _QUICK = flags.DEFINE_boolean('quick', False, 'Few repeats, cohorts up to 100 and models up to 10^5 (a smoke '
                               'run of a few minutes); flags given explicitly still win.')
+TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Task of the per-algorithm sections (1 and 5).')
+CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 10, 'Cohort of the per-algorithm sections (1 and 5).',
+                                         lower_bound=1)
 _NOTE = flags.DEFINE_string('note', '', 'Appended to every section\'s machine line (e.g. other jobs running).')
 
 
@@ -28,6 +33,13 @@ def value(flag, quick):
   if _QUICK.value and not flags.FLAGS[flag.name].present:
     return quick
   return flag.value
+
+
+def task_and_cohort(clients: int) -> tuple:
+  """(--task on synthetic data, a cohort of `clients` of its client datasets, cycling through its clients)."""
+  task = tasks.create_task(TASK.value, client_epochs=1, client_batch_size=16, seed=0, use_synthetic_data=True)
+  ids = list(task.train_data.client_ids)
+  return task, [task.client_dataset(ids[i % len(ids)]) for i in range(clients)]
 
 
 def fresh_worker() -> execution_context.LocalWorker:

@@ -1,0 +1,107 @@
+"""Section 5 of `benchmarks.scaling` (`passes`): where the round time of the multi-pass algorithms goes.
+
+FedGeoMed+ and FedCoMed+ (the delta-median server step: a weighted mean, then `fedplus_max_iterations`
+dependent secure sums), RFA and personalized RFA (`rfa_num_passes` smoothed-Weiszfeld secure averages) and
+Delta-FL with the secure quantile (`quantile_passes` histogram secure sums) are each timed at several pass
+counts, side by side with FedAvg on section 1's cohort and initial model (rounds interleaved across all).
+A least-squares line through (pass count, CPU seconds per round) of each algorithm splits its round into
+    CPU(passes) = fixed + passes x per_pass,
+given as ratios to FedAvg's round: `fixed / FedAvg` is what the algorithm costs besides its passes (e.g. the
+second local pass of personalized RFA, the loss evaluation of Delta-FL), `per pass / FedAvg` what each pass adds.
+Per pass and client, that cost compares with section 2's floor (a federated map of x + 1 per client): TFF 0.87
+runs every client of every pass as its own TensorFlow call. The last column is the largest pass count whose
+fitted ratio stays within `--ratio_aim` (issue 23's aim, 1.5).
+"""
+
+import dataclasses
+import os
+
+from absl import flags
+import numpy as np
+import tqdm
+
+from benchmarks import scaling_common
+from benchmarks import scaling_report
+from tff_robust.simulation import algorithms
+
+_PASS_COUNTS = {
+    # algorithm: (its AlgorithmConfig field of the pass count, pass counts timed, other settings)
+    'fedplus_geomed': ('fedplus_max_iterations', (1, 10, 30), {}),
+    'fedplus_comed': ('fedplus_max_iterations', (1, 10, 30), {}),
+    'rfa': ('rfa_num_passes', (1, 3, 10), {}),
+    'personalized_rfa': ('rfa_num_passes', (1, 3, 10), {}),
+    'delta_fl': ('quantile_passes', (1, 2, 8), {'quantile_method': 'secure'}),
+}
+_ROUNDS = flags.DEFINE_integer('pass_rounds', 7, 'Timed rounds per (algorithm, pass count) (after one warm-up).',
+                               lower_bound=1)
+_RATIO_AIM = flags.DEFINE_float('ratio_aim', 1.5, 'Round / FedAvg ratio the last column solves the pass count for.',
+                                lower_bound=1.0)
+
+
+def linear_fit(passes, seconds) -> tuple[float, float]:
+  """(fixed, per_pass) of the least-squares line seconds = fixed + passes x per_pass."""
+  per_pass, fixed = np.polyfit(np.asarray(passes, np.float64), np.asarray(seconds, np.float64), 1)
+  return float(fixed), float(per_pass)
+
+
+def passes_within(aim: float, baseline: float, fixed: float, per_pass: float) -> str:
+  """The largest pass count n >= 0 with fixed + n x per_pass <= aim x baseline, as text ('none' if even 0 is over)."""
+  room = aim * baseline - fixed
+  if room < 0:
+    return 'none'
+  return 'any' if per_pass <= 0 else str(int(room // per_pass))
+
+
+def section() -> str:
+  """Runs section 5 (see the module docstring) and returns its markdown."""
+  load_start = os.getloadavg()[0]
+  rounds = scaling_common.value(_ROUNDS, quick=2)
+  m = scaling_common.CLIENTS_PER_ROUND.value
+  worker = scaling_common.fresh_worker()
+  task, cohort = scaling_common.task_and_cohort(m)
+  base = algorithms.AlgorithmConfig(dde_steps=0)
+  variants = {'fedavg': ('fedavg', base, None)}
+  for name, (field, counts, extra) in _PASS_COUNTS.items():
+    for count in counts:
+      variants[f'{name}, {field}={count}'] = (name, dataclasses.replace(base, **extra, **{field: count}), count)
+  processes = {
+      key: algorithms.build_learning_process(name, task.model_fn, config, clients_per_round=m)
+      for key, (name, config, _) in tqdm.tqdm(variants.items(), desc='building', unit='process')
+  }
+  initial_weights = processes['fedavg'].get_model_weights(processes['fedavg'].initialize())
+  runners = {key: scaling_common.RoundRunner(process, cohort, initial_weights) for key, process in processes.items()}
+  times = scaling_common.timed(runners, rounds, worker.pid, 'rounds by pass count')
+  wall = {key: scaling_common.median_after_warmup(t.wall) for key, t in times.items()}
+  cpu = {key: scaling_common.median_after_warmup([p + w for p, w in zip(t.python_cpu, t.worker_cpu)])
+         for key, t in times.items()}
+
+  rows = [[f'`{key}`', f'{wall[key]:.3f}', scaling_report.ratio(wall[key], wall['fedavg']), f'{cpu[key]:.3f}',
+           scaling_report.ratio(cpu[key], cpu['fedavg'])] for key in variants]
+  fit_rows = []
+  for name, (field, counts, _) in _PASS_COUNTS.items():
+    keys = [f'{name}, {field}={count}' for count in counts]
+    fixed, per_pass = linear_fit(counts, [cpu[key] for key in keys])
+    default = getattr(base, field)
+    fit_rows.append([
+        f'`{name}`', f'`{field}`', scaling_report.ratio(fixed, cpu['fedavg']), f'{1000 * per_pass:.1f}',
+        f'{1000 * per_pass / m:.2f}', scaling_report.ratio(per_pass, cpu['fedavg'], digits=3), str(default),
+        scaling_report.ratio(fixed + default * per_pass, cpu['fedavg']),
+        passes_within(_RATIO_AIM.value, cpu['fedavg'], fixed, per_pass),
+    ])
+  body = [
+      '## 5. Round time against the number of dependent passes',
+      f'Section 1\'s set-up (task `{scaling_common.TASK.value}`, {m} clients, the same initial model); each '
+      'algorithm at several pass counts, every other setting at its default (Delta-FL: the secure quantile, '
+      f'conformity 0.5). Median wall and CPU seconds (worker + this process) of {rounds} rounds interleaved '
+      'across all rows.',
+      scaling_report.table(['algorithm, passes', 'round (s)', '/ FedAvg', 'CPU (s)', '/ FedAvg'], rows),
+      'Least-squares line CPU = fixed + passes x per pass, per algorithm; the round at the default pass count as '
+      f'the line gives it; the largest pass count whose line stays within {_RATIO_AIM.value} x FedAvg. '
+      'Section 2\'s floor (a map of x + 1, 10 clients) is about 1 ms per client.',
+      scaling_report.table(
+          ['algorithm', 'pass parameter', 'fixed / FedAvg', 'per pass (ms CPU)', 'per pass and client (ms)',
+           'per pass / FedAvg', 'default passes', 'line at default / FedAvg',
+           f'passes within {_RATIO_AIM.value} x FedAvg'], fit_rows, 'll' + 'r' * 7),
+      scaling_common.machine_line(f'{rounds} interleaved rounds after one warm-up', load_start),
+  ]
+  return '\n\n'.join(body)

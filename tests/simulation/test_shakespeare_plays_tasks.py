@@ -166,3 +166,15 @@ def test_client_datasets_know_their_cardinality_the_number_of_windows_produced(n
     for role in client_data.client_ids:
       cardinality = int(client_data.create_tf_dataset_for_client(role).cardinality())
       assert cardinality == len(_windows(client_data, role)) > 0, role
+
+
+@pytest.mark.parametrize('name', ['shakespeare_lstm_rfa', 'shakespeare_gru_dfl'])
+def test_building_client_datasets_does_not_retrace_the_per_role_transforms(name, plays):
+  # Traced per client, they cost 40-70 ms of every client's dataset (most of a Shakespeare round).
+  task = tasks.create_task(name, shakespeare_source='plays', **_TRAINING)
+  transforms = (shakespeare_papers.windows, shakespeare_papers._within_role_part)
+  task.client_dataset(task.train_data.client_ids[0])
+  traced = [transform.experimental_get_tracing_count() for transform in transforms]
+  for role in task.train_data.client_ids:
+    task.client_dataset(role)
+  assert [transform.experimental_get_tracing_count() for transform in transforms] == traced

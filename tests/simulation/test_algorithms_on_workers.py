@@ -16,6 +16,7 @@ from tff_robust.simulation import algorithms
 from tff_robust.simulation import composing_context
 from tff_robust.simulation import execution_context
 from tff_robust.simulation import tasks
+from tests.simulation import two_workers
 
 _NUM_CLIENTS = 5
 _ROUNDS = 2
@@ -24,18 +25,8 @@ _ROUNDS = 2
 @pytest.fixture(scope='module')
 def contexts():
   """(the session's local context, the context over two fresh local workers); stops both workers after."""
-  local = tff.framework.get_context_stack().current
-  workers = [execution_context.LocalWorker() for _ in range(2)]
-  try:
-    execution_context.set_remote_execution_context([worker.address for worker in workers])
-    two_workers = tff.framework.get_context_stack().current
-    tff.framework.set_default_context(local)
-    yield local, two_workers
-  finally:
-    tff.framework.set_default_context(local)
-    for worker in workers:
-      worker.stop()
-      assert not worker.is_running(), 'a worker outlived the test'
+  with two_workers.two_worker_context() as context:
+    yield tff.framework.get_context_stack().current, context
 
 
 @pytest.fixture(scope='module')

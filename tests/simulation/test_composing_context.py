@@ -11,20 +11,6 @@ from tff_robust.simulation import composing_context
 from tff_robust.simulation import execution_context
 
 
-@pytest.fixture
-def two_worker_context():
-  workers = [execution_context.LocalWorker() for _ in range(2)]
-  try:
-    stubs = [execution_context._ready_stub(worker.address) for worker in workers]  # pylint: disable=protected-access
-    context = composing_context.ComposingContext(stubs, execution_context.compile_for_simulation)
-    with tff.framework.get_context_stack().install(context):
-      yield
-  finally:
-    for worker in workers:
-      worker.stop()
-      assert not worker.is_running()
-
-
 @tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS), tff.FederatedType(np.float32, tff.CLIENTS))
 def _mean_then_mean_deviation(values, weights):
   mean = tff.federated_mean(values, weights)

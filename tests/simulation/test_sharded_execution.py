@@ -7,23 +7,8 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
-from tff_robust.simulation import execution_context
 
 _SLOW_CALL_SECONDS = 0.3
-
-
-@pytest.fixture
-def two_worker_context():
-  """Installs the sharded context over two fresh local workers; restores the session's context after."""
-  previous = tff.framework.get_context_stack().current
-  workers = [execution_context.LocalWorker() for _ in range(2)]
-  try:
-    execution_context.set_remote_execution_context([worker.address for worker in workers])
-    yield
-  finally:
-    tff.framework.set_default_context(previous)
-    for worker in workers:
-      worker.stop()
 
 
 @pytest.fixture

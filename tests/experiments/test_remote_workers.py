@@ -1,14 +1,17 @@
 """`experiments.train` on TFF executor services started with `tff_robust.simulation.worker_service`."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import portpicker
 import pytest
 
+from experiments import exit_statuses
 from tests.experiments import train_runs
 
 _FLAGS = ('--task=digits', '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=4')
@@ -25,7 +28,8 @@ def _pid_alive(pid: int) -> bool:
 
 @pytest.fixture
 def loopback_workers(tmp_path):
-  """Starts worker services on loopback ports; yields a function making n of them; stops them all."""
+  """Starts worker services on loopback ports; yields a function making n of them (their (process, port) pairs
+  in its `started`); stops them all."""
   started = []
 
   def start(count):
@@ -41,6 +45,7 @@ def loopback_workers(tmp_path):
       addresses.append(f'localhost:{port}')
     return ','.join(addresses)
 
+  start.started = started
   yield start
   for process, port in started:
     process.send_signal(signal.SIGTERM)
@@ -83,3 +88,35 @@ def test_a_run_over_two_workers_trains_the_same_model_as_locally(tmp_path, loopb
   sharded = _final_model(tmp_path, 'sharded', f'--algorithm={algorithm}', f'--tff_worker_address={addresses}')
   local = _final_model(tmp_path, 'local', f'--algorithm={algorithm}')
   _assert_same_run(sharded, local)
+
+
+@pytest.mark.slow
+def test_a_run_whose_remote_worker_stops_mid_run_ends_with_one_line_naming_it(tmp_path, loopback_workers):
+  address = loopback_workers(1)
+  process = subprocess.Popen(
+      [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', *_FLAGS[:1],
+       '--algorithm=rfa', '--clients_per_round=4', '--total_rounds=500', '--rounds_per_checkpoint=1',
+       '--rounds_per_eval=500', f'--tff_worker_address={address}'],
+      cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      start_new_session=True,
+  )
+  try:
+    checkpoint = tmp_path / 'run' / 'checkpoints' / 'program_state' / 'round_1'
+    train_runs.wait_for_path(checkpoint / 'checkpoint_manifest.json', process)
+    (service, _), = loopback_workers.started
+    service.send_signal(signal.SIGTERM)  # the service stops its worker: the address stops answering mid-run
+    stopped_at = time.monotonic()
+    try:
+      _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+      stderr = None
+    seconds_to_stop = time.monotonic() - stopped_at
+  finally:
+    train_runs.kill_process_group(process)
+  assert stderr is not None, 'the run still ran 60 s after its remote worker stopped'
+  assert process.returncode == exit_statuses.WORKER_EXITED, stderr[-3000:]
+  assert 'Traceback' not in stderr, stderr[-3000:]
+  assert re.fullmatch(
+      rf'error: the TFF worker at {address} became unreachable during a computation .*\. The same command resumes '
+      r'the run from its newest checkpoint, if it has one\.', stderr.splitlines()[-1]), stderr[-3000:]
+  print(f'stopped {seconds_to_stop:.1f} s after the remote worker did')

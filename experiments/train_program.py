@@ -52,7 +52,8 @@ def _attack_options() -> dict:
 def _cohort_transform():
   """The per-round change to the cohort's data the flags ask for (the validators allow at most one)."""
   if train_flags.MINIBATCH_FRACTION.value is not None:
-    return client_pipelines.minibatch(train_flags.MINIBATCH_FRACTION.value)
+    return client_pipelines.minibatch(train_flags.MINIBATCH_FRACTION.value,
+                                      batch_size=train_flags.CLIENT_BATCH_SIZE.value)
   if train_flags.STRAGGLER_FRACTION.value > 0:
     return client_pipelines.stragglers(
         train_flags.STRAGGLER_FRACTION.value, epochs=train_flags.CLIENT_EPOCHS.value,

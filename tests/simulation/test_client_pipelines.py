@@ -132,6 +132,28 @@ def test_stragglers_train_a_uniform_number_of_the_epochs_on_the_first_epochs_of_
       client_pipelines.round_generator(0, 1), cohort) == cohort
 
 
+@pytest.mark.parametrize('name', ['max_examples', 'stragglers', 'minibatch'])
+def test_given_counts_that_agree_a_transform_gives_the_same_data_without_counting(name, monkeypatch):
+  epochs, arrays = (1 if name == 'minibatch' else 3), _arrays(3)
+  cohort = [_dataset(x, y, epochs) for x, y in arrays]
+  transform = {'max_examples': client_pipelines.max_examples(5, epochs=epochs, batch_size=_BATCH),
+               'stragglers': client_pipelines.stragglers(1.0, epochs=epochs, batch_size=_BATCH),
+               'minibatch': client_pipelines.minibatch(0.25, batch_size=_BATCH)}[name]
+  counted = transform(client_pipelines.round_generator(0, 1), cohort)
+  monkeypatch.setattr(client_pipelines, '_num_examples', lambda _: pytest.fail('counted a client\'s examples'))
+  given = transform(client_pipelines.round_generator(0, 1), cohort, [len(x) for x, _ in arrays])
+  for counted_data, given_data in zip(counted, given):
+    np.testing.assert_array_equal(_rows(given_data), _rows(counted_data))
+
+
+def test_a_count_that_disagrees_with_the_number_of_batches_is_not_trusted():
+  (x, y), epochs = _arrays(1)[0], 2
+  transform = client_pipelines.max_examples(len(x) + 100, epochs=epochs, batch_size=_BATCH)
+  (data,) = transform(client_pipelines.round_generator(0, 1), [_dataset(x, y, epochs)], [len(x) + 3 * _BATCH])
+  assert len(_rows(data)) == epochs * len(x)  # trusted, the count would take 24 examples of the second epoch too
+  assert client_pipelines.known_example_count(_dataset(x, y, epochs).unbatch()) is None
+
+
 def test_update_attack_client_data_keeps_its_flag():
   x, y = _arrays(1)[0]
   flag = tf.data.Dataset.from_tensors(True)

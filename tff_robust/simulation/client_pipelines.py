@@ -1,20 +1,24 @@
 """Per-round changes to the cohort's training data: RFA's minibatch SGD, FedProx's stragglers and a cap on
 each client's examples (a cost bound, not part of any paper).
 
-Each is a `CohortTransform`: (the round's generator, the cohort's client data in cohort order) -> the client
-data the process takes that round. A client's data is its training dataset, or a tuple whose first element
-is (the update attacks' `(dataset, flag dataset)`); only the dataset changes. `training_loop.run_training`
+Each is a `CohortTransform`: (the round's generator, the cohort's client data in cohort order, and optionally
+each client's number of raw training examples where tf.data knows it, `known_example_count`) -> the client data
+the process takes that round. A client's data is its training dataset, or a tuple whose first element is (the
+update attacks' `(dataset, flag dataset)`); only the dataset changes. A transform that needs a client's example
+count n takes the given one when the dataset's known number of batches agrees with it (as `tasks.base.batching`
+builds it); otherwise it counts with one pass over the dataset, which for a Shakespeare role of thousands of
+windows costs ~0.25 s a client and round. `training_loop.run_training`
 draws the round's generator from the run's seed and the round number alone (`round_generator`), so a run
 resumed from a checkpoint draws the same minibatches and stragglers as an uninterrupted one.
 """
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-CohortTransform = Callable[[np.random.Generator, Sequence], list]
+CohortTransform = Callable[[np.random.Generator, Sequence, Optional[Sequence[Optional[int]]]], list]
 
 
 def round_generator(seed: int, round_num: int) -> np.random.Generator:
@@ -39,36 +43,62 @@ def _num_examples(examples: tf.data.Dataset) -> int:
   return int(examples.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
 
 
-def sample_examples(dataset: tf.data.Dataset, fraction: float, seed: int) -> tf.data.Dataset:
+def known_example_count(dataset: tf.data.Dataset) -> Optional[int]:
+  """The number of elements of `dataset` if tf.data knows it without iterating (e.g. `from_tensor_slices`, or
+  declared with `assert_cardinality`), else None."""
+  count = int(dataset.cardinality())
+  return count if count >= 0 else None
+
+
+def _examples_per_epoch(dataset: tf.data.Dataset, epochs: int, batch_size: int, num_examples: Optional[int]) -> int:
+  """n, the examples per epoch of `dataset` (a client's n examples repeated `epochs` times and batched by
+  `batch_size`): `num_examples` if the dataset's known number of batches is ceil(n epochs / batch_size), else
+  counted by one pass over the dataset."""
+  if num_examples is not None and known_example_count(dataset) == math.ceil(num_examples * epochs / batch_size):
+    return num_examples
+  return _num_examples(dataset.unbatch()) // epochs
+
+
+def _counts_or_none(num_examples: Optional[Sequence[Optional[int]]], cohort_size: int) -> Sequence[Optional[int]]:
+  return [None] * cohort_size if num_examples is None else num_examples
+
+
+def sample_examples(dataset: tf.data.Dataset, fraction: float, seed: int, *, batch_size: Optional[int] = None,
+                    num_examples: Optional[int] = None) -> tf.data.Dataset:
   """One batch of a uniform sample without replacement of ceil(fraction n) of the n examples of `dataset`
-  (a batched dataset holding each example once), drawn with `seed`: the same sample at every iteration."""
+  (a batched dataset holding each example once), drawn with `seed`: the same sample at every iteration.
+  n is `num_examples` when `batch_size` is given and the dataset's batches agree with it, else counted."""
   examples = dataset.unbatch()
-  count = _num_examples(examples)
+  count = (_num_examples(examples) if batch_size is None
+           else _examples_per_epoch(dataset, 1, batch_size, num_examples))
   size = math.ceil(round(fraction * count, 9))  # 0.1 * 30 is 3.0000000000000004 in floating point
   sample = examples.shuffle(max(count, 1), seed=seed, reshuffle_each_iteration=False).take(size)
   return sample.batch(max(size, 1))
 
 
-def minibatch(fraction: float) -> CohortTransform:
+def minibatch(fraction: float, *, batch_size: Optional[int] = None) -> CohortTransform:
   """RFA's minibatch SGD baseline (notes rfa.md §3.1, the authors' `--minibatch 0.1`): each client keeps
   `sample_examples` of its data, in (0, 1], drawn anew each round, so FedSGD takes one gradient per round
-  on a minibatch of ceil(fraction n_k) examples of every selected client k (one epoch of data expected)."""
+  on a minibatch of ceil(fraction n_k) examples of every selected client k (one epoch of data expected).
+  `batch_size`, the clients' batch size, lets it take n_k from the counts it is given instead of counting."""
   fraction = _check_fraction('minibatch_fraction', fraction, zero_allowed=False)
 
-  def transform(rng: np.random.Generator, cohort_data: Sequence) -> list:
+  def transform(rng: np.random.Generator, cohort_data: Sequence, num_examples=None) -> list:
     seeds = rng.integers(2**31 - 1, size=len(cohort_data))
-    return [_with_dataset(data, lambda d, s=int(s): sample_examples(d, fraction, s))
-            for data, s in zip(cohort_data, seeds)]
+    counts = _counts_or_none(num_examples, len(cohort_data))
+    return [_with_dataset(data, lambda d, s=int(s), n=n: sample_examples(d, fraction, s, batch_size=batch_size,
+                                                                          num_examples=n))
+            for data, s, n in zip(cohort_data, seeds, counts)]
 
   return transform
 
 
-def first_epochs(dataset: tf.data.Dataset, epochs: int, of_epochs: int, batch_size: int) -> tf.data.Dataset:
+def first_epochs(dataset: tf.data.Dataset, epochs: int, of_epochs: int, batch_size: int,
+                 num_examples: Optional[int] = None) -> tf.data.Dataset:
   """The first `epochs` of the `of_epochs` epochs of `dataset` (a client's n examples repeated `of_epochs`
   times and batched by `batch_size`, as `tasks.base.batching` builds it), batched by `batch_size`."""
-  examples = dataset.unbatch()
-  per_epoch = _num_examples(examples) // of_epochs
-  return examples.take(epochs * per_epoch).batch(batch_size)
+  per_epoch = _examples_per_epoch(dataset, of_epochs, batch_size, num_examples)
+  return dataset.unbatch().take(epochs * per_epoch).batch(batch_size)
 
 
 def stragglers(fraction: float, *, epochs: int, batch_size: int) -> CohortTransform:
@@ -81,23 +111,25 @@ def stragglers(fraction: float, *, epochs: int, batch_size: int) -> CohortTransf
   if epochs < 1 or batch_size < 1:
     raise ValueError(f'epochs and batch_size must be >= 1, got {epochs} and {batch_size}')
 
-  def transform(rng: np.random.Generator, cohort_data: Sequence) -> list:
+  def transform(rng: np.random.Generator, cohort_data: Sequence, num_examples=None) -> list:
     slow = set(rng.choice(len(cohort_data), size=round(fraction * len(cohort_data)), replace=False).tolist())
     done = rng.integers(1, epochs + 1, size=len(cohort_data))
+    counts = _counts_or_none(num_examples, len(cohort_data))
     return [
-        _with_dataset(data, lambda d, x=int(x): first_epochs(d, x, epochs, batch_size)) if i in slow else data
-        for i, (data, x) in enumerate(zip(cohort_data, done))
+        _with_dataset(data, lambda d, x=int(x), n=n: first_epochs(d, x, epochs, batch_size, n)) if i in slow else data
+        for i, (data, x, n) in enumerate(zip(cohort_data, done, counts))
     ]
 
   return transform
 
 
-def capped_examples(dataset: tf.data.Dataset, cap: int, seed: int, *, epochs: int, batch_size: int) -> tf.data.Dataset:
+def capped_examples(dataset: tf.data.Dataset, cap: int, seed: int, *, epochs: int, batch_size: int,
+                    num_examples: Optional[int] = None) -> tf.data.Dataset:
   """`dataset` (a client's n examples shuffled, repeated `epochs` times and batched by `batch_size`, as
   `tasks.base.batching` builds it) on a uniform sample without replacement of min(`cap`, n) of its examples,
   drawn with `seed` (the same sample in every epoch), reshuffled each epoch, repeated and batched alike."""
   examples = dataset.unbatch()
-  per_epoch = _num_examples(examples) // epochs
+  per_epoch = _examples_per_epoch(dataset, epochs, batch_size, num_examples)
   sample = examples.take(per_epoch).shuffle(max(per_epoch, 1), seed=seed, reshuffle_each_iteration=False)
   sample = sample.take(min(cap, per_epoch)).cache()
   return sample.shuffle(max(min(cap, per_epoch), 1), seed=seed).repeat(epochs).batch(batch_size)
@@ -112,9 +144,11 @@ def max_examples(cap: int, *, epochs: int, batch_size: int) -> CohortTransform:
   if epochs < 1 or batch_size < 1:
     raise ValueError(f'epochs and batch_size must be >= 1, got {epochs} and {batch_size}')
 
-  def transform(rng: np.random.Generator, cohort_data: Sequence) -> list:
+  def transform(rng: np.random.Generator, cohort_data: Sequence, num_examples=None) -> list:
     seeds = rng.integers(2**31 - 1, size=len(cohort_data))
-    return [_with_dataset(data, lambda d, s=int(s): capped_examples(d, cap, s, epochs=epochs, batch_size=batch_size))
-            for data, s in zip(cohort_data, seeds)]
+    counts = _counts_or_none(num_examples, len(cohort_data))
+    return [_with_dataset(data, lambda d, s=int(s), n=n: capped_examples(d, cap, s, epochs=epochs,
+                                                                          batch_size=batch_size, num_examples=n))
+            for data, s, n in zip(cohort_data, seeds, counts)]
 
   return transform

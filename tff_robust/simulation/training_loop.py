@@ -114,8 +114,9 @@ def run_training(
   client optimizer's learning rate before every round through the process's hparams (`tff.learning`
   processes: FedAvg, RFA, the baselines, Delta-FL) and releases it as `client_learning_rate`.
 
-  `cohort_transform` (`client_pipelines.minibatch`, `client_pipelines.stragglers`) changes the cohort's
-  client data in every training round, with a generator drawn from `seed` and the round number alone
+  `cohort_transform` (`client_pipelines.minibatch`, `client_pipelines.stragglers`, `client_pipelines.max_examples`)
+  changes the cohort's client data in every training round (given each client's raw example count where
+  tf.data knows it), with a generator drawn from `seed` and the round number alone
   (`client_pipelines.round_generator`), so a resumed run trains on the same data as an uninterrupted one.
 
   Returns:
@@ -178,7 +179,9 @@ def run_training(
       cohort = client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
       client_data = [client_data_fn(cid) for cid in cohort]
       if cohort_transform is not None:
-        client_data = cohort_transform(client_pipelines.round_generator(seed, round_num), client_data)
+        counts = [client_pipelines.known_example_count(task.train_data.create_tf_dataset_for_client(cid))
+                  for cid in cohort]
+        client_data = cohort_transform(client_pipelines.round_generator(seed, round_num), client_data, counts)
       if client_learning_rate_schedule is not None:
         state = schedules.set_client_learning_rate(process, state, client_learning_rate_schedule(round_num))
       start = time.perf_counter()

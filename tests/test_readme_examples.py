@@ -39,6 +39,7 @@ _RUN_BY = {
     'benchmarks.mtfeel_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.isolation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.parallel_workers': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.evaluation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.defence_cost': 'tests/benchmarks/test_readme_benchmarks.py',
 }
 

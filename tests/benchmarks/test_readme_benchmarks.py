@@ -21,6 +21,8 @@ _SHRUNK = {
     'benchmarks.isolation_cost': (['--rounds=1', '--task=digits', '--algorithms=fedavg'], 'fedavg'),
     'benchmarks.defence_cost': (['--rounds=1', '--task=digits'], 'filtered_centered_clipping'),
     'benchmarks.parallel_workers': (['--quick'], '2 / 1 ='),
+    'benchmarks.evaluation_cost': (['--num_devices=3', '--examples_per_device=4', '--repeats=1'],
+                                   'one-pass evaluation'),
 }
 
 

@@ -17,9 +17,9 @@ import dataclasses
 import os
 
 from absl import flags
-import numpy as np
 import tqdm
 
+from benchmarks import pass_cost_fit
 from benchmarks import scaling_common
 from benchmarks import scaling_report
 from tff_robust.simulation import algorithms
@@ -36,20 +36,6 @@ _ROUNDS = flags.DEFINE_integer('pass_rounds', 7, 'Timed rounds per (algorithm, p
                                lower_bound=1)
 _RATIO_AIM = flags.DEFINE_float('ratio_aim', 1.5, 'Round / FedAvg ratio the last column solves the pass count for.',
                                 lower_bound=1.0)
-
-
-def linear_fit(passes, seconds) -> tuple[float, float]:
-  """(fixed, per_pass) of the least-squares line seconds = fixed + passes x per_pass."""
-  per_pass, fixed = np.polyfit(np.asarray(passes, np.float64), np.asarray(seconds, np.float64), 1)
-  return float(fixed), float(per_pass)
-
-
-def passes_within(aim: float, baseline: float, fixed: float, per_pass: float) -> str:
-  """The largest pass count n >= 0 with fixed + n x per_pass <= aim x baseline, as text ('none' if even 0 is over)."""
-  room = aim * baseline - fixed
-  if room < 0:
-    return 'none'
-  return 'any' if per_pass <= 0 else str(int(room // per_pass))
 
 
 def section() -> str:
@@ -80,13 +66,13 @@ def section() -> str:
   fit_rows = []
   for name, (field, counts, _) in _PASS_COUNTS.items():
     keys = [f'{name}, {field}={count}' for count in counts]
-    fixed, per_pass = linear_fit(counts, [cpu[key] for key in keys])
+    fixed, per_pass = pass_cost_fit.linear_fit(counts, [cpu[key] for key in keys])
     default = getattr(base, field)
     fit_rows.append([
         f'`{name}`', f'`{field}`', scaling_report.ratio(fixed, cpu['fedavg']), f'{1000 * per_pass:.1f}',
         f'{1000 * per_pass / m:.2f}', scaling_report.ratio(per_pass, cpu['fedavg'], digits=3), str(default),
         scaling_report.ratio(fixed + default * per_pass, cpu['fedavg']),
-        passes_within(_RATIO_AIM.value, cpu['fedavg'], fixed, per_pass),
+        pass_cost_fit.passes_within(_RATIO_AIM.value, cpu['fedavg'], fixed, per_pass),
     ])
   body = [
       '## 5. Round time against the number of dependent passes',

@@ -2,11 +2,11 @@
 
 import pytest
 
-from benchmarks import scaling_passes
+from benchmarks import pass_cost_fit
 
 
 def test_linear_fit_recovers_fixed_and_per_pass_cost():
-  fixed, per_pass = scaling_passes.linear_fit([1, 10, 30], [0.25 + 0.007 * n for n in (1, 10, 30)])
+  fixed, per_pass = pass_cost_fit.linear_fit([1, 10, 30], [0.25 + 0.007 * n for n in (1, 10, 30)])
   assert fixed == pytest.approx(0.25) and per_pass == pytest.approx(0.007)
 
 
@@ -17,4 +17,4 @@ def test_linear_fit_recovers_fixed_and_per_pass_cost():
     (0.25, 0.0, 'any'),     # passes that cost nothing
 ])
 def test_passes_within_the_aim(fixed, per_pass, expected):
-  assert scaling_passes.passes_within(1.5, 0.2, fixed, per_pass) == expected
+  assert pass_cost_fit.passes_within(1.5, 0.2, fixed, per_pass) == expected

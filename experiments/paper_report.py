@@ -13,7 +13,9 @@ Writes to --output_dir:
   rfa_accuracy_vs_calls.png   RFA Fig. 4: accuracy against secure-average oracle calls and against rounds, per
       task x corruption x rho (from the metrics.csv of run directories; experiments/convergence_curves.py);
   dfl_tables.md, dfl_test_device_error.png        Delta-FL Tables 2-3: 90th percentile and mean test-device
-      error (%), FedAvg and theta = 0.8, 0.5, 0.1, beside the paper's five rows.
+      error (%), FedAvg and theta = 0.8, 0.5, 0.1, beside the paper's five rows;
+  dfl_device_histograms.png   Delta-FL Fig. 4: histograms of the per-device test error and training loss, one
+      row per task x method (from the devices.csv of run directories; experiments/device_histograms.py).
 A file is written only when some input has runs of its kind. The table logic is experiments/paper_tables.py.
 """
 
@@ -23,6 +25,7 @@ from absl import app
 from absl import flags
 
 from experiments import convergence_curves
+from experiments import device_histograms
 from experiments import paper_tables
 
 _INPUTS = flags.DEFINE_list('inputs', [], 'Run directories, summary.json or [TASK=]results.csv files.')
@@ -60,6 +63,11 @@ def main(argv):
       f.write(paper_tables.dfl_tables(records, published))
     paper_tables.plot_dfl(records, os.path.join(_OUTPUT_DIR.value, 'dfl_test_device_error.png'))
     written += ['dfl_tables.md', 'dfl_test_device_error.png']
+  device_values, labels = device_histograms.load_from_runs(_INPUTS.value)
+  if labels:
+    device_histograms.plot_histograms(device_values, labels,
+                                      os.path.join(_OUTPUT_DIR.value, 'dfl_device_histograms.png'))
+    written.append('dfl_device_histograms.png')
   for name in written:
     if name.endswith('.md'):
       with open(os.path.join(_OUTPUT_DIR.value, name)) as f:

@@ -12,7 +12,6 @@ Each seed draws its own model initialisation and client sampling; all methods sh
                 each device's value averaged over seeds, one panel row per method.
 """
 
-import collections
 import csv
 import os
 
@@ -21,21 +20,18 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
-import matplotlib  # pylint: disable=g-import-not-at-top
 import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 import tqdm  # pylint: disable=g-import-not-at-top
 
+from experiments import device_histograms  # pylint: disable=g-import-not-at-top
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from tff_robust.processes import delta_fl  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
-
-matplotlib.use('Agg')
-from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 
 _CONFORMITY_LEVELS = flags.DEFINE_list('conformity_levels', ['0.8', '0.5', '0.1'], 'Delta-FL theta values.')
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2', '3', '4'], 'Seeds (model initialisation, client sampling).')
@@ -92,25 +88,6 @@ def write_table(rows, thetas, path):
     f.write('\n'.join(lines))
 
 
-def plot_histograms(device_values, labels, path):
-  """device_values[label][group] = {device_id: [value per seed]}; Fig. 4 style histograms."""
-  panels = (('eval', 'error', 'test-device misclassification error'), ('train', 'loss', 'training-device loss'))
-  figure, axes = plt.subplots(len(labels), len(panels), figsize=(10, 2.4 * len(labels)), squeeze=False,
-                              sharex='col')
-  for row, label in enumerate(labels):
-    for col, (group, metric, title) in enumerate(panels):
-      values = [np.mean(v) for v in device_values[label][(group, metric)].values()]
-      axis = axes[row][col]
-      axis.hist(values, bins=15, color=f'C{row}', alpha=0.8)
-      axis.axvline(np.quantile(values, 0.9, method='inverted_cdf'), color='k', linestyle='--', linewidth=1,
-                   label='90th percentile')
-      axis.set(title=f'{label}: {title}', ylabel='devices')
-      axis.legend(fontsize=7)
-  figure.tight_layout()
-  figure.savefig(path, dpi=120)
-  plt.close(figure)
-
-
 @worker_exit_report.reports_worker_exit(
     'The tables do not resume: the same command runs every run again.'
 )
@@ -144,7 +121,7 @@ def main(argv):
     )
   rows = []
   labels = [_method_label(theta) for theta in [None] + thetas]
-  device_values = {label: collections.defaultdict(lambda: collections.defaultdict(list)) for label in labels}
+  device_values = {label: device_histograms.empty_values() for label in labels}
   runs = [(seed, theta) for seed in seeds for theta in [None] + thetas]
   for seed, theta in tqdm.tqdm(runs, desc='runs', unit='run'):
     label = _method_label(theta)
@@ -156,16 +133,13 @@ def main(argv):
     )
     rows.append(dict(method=label, conformity_level=theta or 1.0, seed=seed,
                      **{column: summary[key] for column, key, _ in _METRICS}))
-    with open(os.path.join(run_dir, 'devices.csv')) as f:
-      for device in csv.DictReader(f):
-        for metric in ('loss', 'error'):
-          device_values[label][(device['group'], metric)][device['device_id']].append(float(device[metric]))
+    device_histograms.add_devices_csv(device_values[label], os.path.join(run_dir, 'devices.csv'))
   with open(os.path.join(output_dir, 'results.csv'), 'w', newline='') as f:
     writer = csv.DictWriter(f, fieldnames=list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
   write_table(rows, thetas, os.path.join(output_dir, 'results.md'))
-  plot_histograms(device_values, labels, os.path.join(output_dir, 'device_histograms.png'))
+  device_histograms.plot_histograms(device_values, labels, os.path.join(output_dir, 'device_histograms.png'))
   print(f'wrote {output_dir}/results.csv, results.md, device_histograms.png')
   with open(os.path.join(output_dir, 'results.md')) as f:
     print(f.read())

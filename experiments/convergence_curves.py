@@ -46,17 +46,8 @@ def load_curve(run_dir: str) -> Curve:
 def load_curves(inputs: Iterable[str]) -> list[Curve]:
   """Curves of every run below the directories among `inputs` that has both summary.json and metrics.csv
   (other inputs, e.g. a sweep's results.csv, hold no curves and are skipped)."""
-  curves = []
-  for spec in inputs:
-    path = spec.rpartition('=')[2]
-    if not os.path.isdir(path):
-      continue
-    for root, _, files in sorted(os.walk(path)):
-      if {'summary.json', 'metrics.csv'} <= set(files):
-        curve = load_curve(root)
-        if curve.rounds and curve.record.kind == 'rfa':
-          curves.append(curve)
-  return curves
+  curves = [load_curve(root) for root in paper_tables.run_directories(inputs, ('summary.json', 'metrics.csv'))]
+  return [curve for curve in curves if curve.rounds and curve.record.kind == 'rfa']
 
 
 def seed_band(curves: Sequence[Curve], x: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

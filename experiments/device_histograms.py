@@ -10,7 +10,6 @@ Used by `experiments.superquantile_tables` (its runs) and `experiments.paper_rep
 
 import collections
 import csv
-import json
 import math
 import os
 from typing import Iterable
@@ -46,16 +45,10 @@ def load_from_runs(inputs: Iterable[str]) -> tuple[dict, list[str]]:
   """(values by label, labels in the tables' column order) of the Delta-FL-kind runs under the directories among
   `inputs` that have a devices.csv beside their summary.json; other inputs are skipped."""
   found = []
-  for path in inputs:
-    path = path.rpartition('=')[2]
-    if not os.path.isdir(path):
-      continue
-    for root, _, files in sorted(os.walk(path)):
-      if {'summary.json', 'devices.csv'} <= set(files):
-        with open(os.path.join(root, 'summary.json')) as f:
-          record = paper_tables.records_from_summary(json.load(f))
-        if record.kind == 'dfl':
-          found.append((record, os.path.join(root, 'devices.csv')))
+  for root in paper_tables.run_directories(inputs, ('summary.json', 'devices.csv')):
+    record = paper_tables.summary_record(os.path.join(root, 'summary.json'))
+    if record.kind == 'dfl':
+      found.append((record, os.path.join(root, 'devices.csv')))
   order = {(algorithm, theta): index for index, (_, algorithm, theta) in enumerate(paper_tables.DFL_COLUMNS)}
   found.sort(key=lambda item: (item[0].task, order.get((item[0].algorithm, item[0].conformity_level), len(order)),
                                -item[0].conformity_level, item[0].seed))

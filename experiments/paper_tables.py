@@ -103,6 +103,12 @@ def records_from_summary(summary: dict) -> Record:
   )
 
 
+def summary_record(path: str) -> Record:
+  """The record of the `summary.json` at `path`."""
+  with open(path) as f:
+    return records_from_summary(json.load(f))
+
+
 def records_from_csv(path: str, task: str) -> list[Record]:
   """Records of a robustness-sweep or superquantile-tables results.csv (recognised by their columns)."""
   with open(path, newline='') as f:
@@ -124,6 +130,18 @@ def records_from_csv(path: str, task: str) -> list[Record]:
                    f'(columns {sorted(rows[0])})')
 
 
+def run_directories(inputs: Iterable[str], required: Iterable[str]) -> list[str]:
+  """Every directory below the directories among `inputs` ('TASK=' prefixes ignored) that holds all files named in
+  `required`, in walk order; inputs that are files (a summary.json, a sweep's results.csv) are skipped."""
+  required = set(required)
+  found = []
+  for spec in inputs:
+    path = spec.rpartition('=')[2]
+    if os.path.isdir(path):
+      found += [root for root, _, files in sorted(os.walk(path)) if required <= set(files)]
+  return found
+
+
 def load_records(inputs: Iterable[str], default_task: str = 'digits') -> list[Record]:
   """Records of `inputs`: directories (every summary.json below), summary.json or results.csv files, each
   optionally 'TASK=PATH' to name the task of a results.csv (default `default_task`)."""
@@ -132,13 +150,10 @@ def load_records(inputs: Iterable[str], default_task: str = 'digits') -> list[Re
     task, _, path = spec.rpartition('=') if '=' in spec else (default_task, '', spec)
     task = task or default_task
     if os.path.isdir(path):
-      for root, _, files in sorted(os.walk(path)):
-        if 'summary.json' in files:
-          with open(os.path.join(root, 'summary.json')) as f:
-            records.append(records_from_summary(json.load(f)))
+      records += [summary_record(os.path.join(root, 'summary.json'))
+                  for root in run_directories([path], ('summary.json',))]
     elif path.endswith('.json'):
-      with open(path) as f:
-        records.append(records_from_summary(json.load(f)))
+      records.append(summary_record(path))
     elif path.endswith('.csv'):
       records.extend(records_from_csv(path, task))
     else:

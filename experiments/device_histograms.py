@@ -65,6 +65,10 @@ def device_means(method_values, group: str, metric: str) -> list[float]:
 
 def plot_histograms(values, labels, path: str) -> None:
   """Writes the Fig. 4-style figure (see the module docstring) of `values[label]` for each label to `path`."""
+  missing = [label for label in labels if label not in values]
+  if not labels or missing:
+    raise ValueError(f'plot_histograms needs at least one label, each a key of values; got labels={list(labels)}, '
+                     f'missing {missing}')
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top

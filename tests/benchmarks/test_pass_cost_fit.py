@@ -18,3 +18,15 @@ def test_linear_fit_recovers_fixed_and_per_pass_cost():
 ])
 def test_passes_within_the_aim(fixed, per_pass, expected):
   assert pass_cost_fit.passes_within(1.5, 0.2, fixed, per_pass) == expected
+
+
+@pytest.mark.parametrize('passes, seconds', [([1, 1, 1], [0.3, 0.3, 0.3]), ([1, 10], [0.3])])
+def test_linear_fit_refuses_fewer_than_two_pass_counts_or_unpaired_seconds(passes, seconds):
+  with pytest.raises(ValueError, match='at least 2 distinct pass counts'):
+    pass_cost_fit.linear_fit(passes, seconds)
+
+
+@pytest.mark.parametrize('aim, baseline', [(0.0, 0.2), (1.5, 0.0)])
+def test_passes_within_refuses_a_non_positive_aim_or_baseline(aim, baseline):
+  with pytest.raises(ValueError, match='aim > 0 and baseline > 0'):
+    pass_cost_fit.passes_within(aim, baseline, 0.1, 0.01)

@@ -66,3 +66,12 @@ def test_paper_report_draws_the_device_histograms_of_run_directories(tmp_path):
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'dfl_device_histograms.png' in result.stdout
   assert (tmp_path / 'out' / 'dfl_device_histograms.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+@pytest.mark.parametrize('labels', [[], ['shakespeare_gru_dfl: Δ-FL θ=0.8']])
+def test_plot_histograms_refuses_no_labels_or_a_label_without_values(tmp_path, labels):
+  _runs(tmp_path / 'runs')
+  values, _ = device_histograms.load_from_runs([str(tmp_path / 'runs')])
+  with pytest.raises(ValueError, match='at least one label, each a key of values'):
+    device_histograms.plot_histograms(values, labels, str(tmp_path / 'figure.png'))
+  assert not (tmp_path / 'figure.png').exists()

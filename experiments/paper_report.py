@@ -52,8 +52,12 @@ def main(argv):
   if 'rfa' in kinds:
     with open(os.path.join(_OUTPUT_DIR.value, 'rfa_tables.md'), 'w') as f:
       f.write(paper_tables.rfa_tables(records, published))
-    paper_tables.plot_rfa(records, published, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_corruption.png'))
-    written += ['rfa_tables.md', 'rfa_accuracy_vs_corruption.png']
+    written.append('rfa_tables.md')
+    if any(r.kind == 'rfa' and r.accuracy is not None for r in records):
+      paper_tables.plot_rfa(records, published, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_corruption.png'))
+      written.append('rfa_accuracy_vs_corruption.png')
+    else:
+      print('no RFA-kind run reports a final eval/accuracy: rfa_accuracy_vs_corruption.png not drawn')
   curves = convergence_curves.load_curves(_INPUTS.value)
   if curves:
     convergence_curves.plot_convergence(curves, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_calls.png'))

@@ -258,6 +258,8 @@ def plot_rfa(records: Sequence[Record], published: dict, path: str) -> None:
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
   records = [r for r in records if r.kind == 'rfa' and r.accuracy is not None]
+  if not records:
+    raise ValueError('records: no RFA-kind run with a final test accuracy (eval/accuracy) to plot')
   panels = sorted({(r.task, r.corruption) for r in records if r.corruption != 'none'}) or sorted(
       {(r.task, 'none') for r in records})
   fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)

@@ -109,6 +109,14 @@ def test_a_robustness_sweep_csv_shares_its_rho_0_runs_between_corruptions_and_fi
   assert (tmp_path / 'rfa.png').stat().st_size > 0
 
 
+def test_the_rfa_figure_without_any_final_accuracy_is_refused_naming_records(tmp_path):
+  records = [paper_tables.Record(kind='rfa', task='digits', algorithm='rfa', seed=0),
+             paper_tables.Record(kind='dfl', task='digits', algorithm='fedavg', seed=0, error_p90=0.2, error_mean=0.1)]
+  with pytest.raises(ValueError, match='records: no RFA-kind run with a final test accuracy'):
+    paper_tables.plot_rfa(records, paper_tables.load_published(), str(tmp_path / 'rfa.png'))
+  assert not (tmp_path / 'rfa.png').exists()
+
+
 def test_an_unknown_csv_is_refused(tmp_path):
   path = tmp_path / 'results.csv'
   path.write_text('a,b\n1,2\n')

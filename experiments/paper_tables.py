@@ -190,12 +190,13 @@ def rfa_tables(records: Sequence[Record], published: dict) -> str:
       # rho = 0 runs are shared by every corruption (the sweep runs them once, with corruption 'none').
       selected = [r for r in task_records if r.corruption == corruption and r.fraction > 0.0] + clean
       fractions = sorted({r.fraction for r in selected})
-      values = collections.defaultdict(list)
+      cell_runs = collections.defaultdict(list)
       for r in selected:
-        values[r.algorithm, r.fraction].append(r.accuracy)
+        cell_runs[r.algorithm, r.fraction].append(r)
+      algorithms = order_algorithms(r.algorithm for r in selected)
       header = ['algorithm', 'source'] + [f'ρ={f:g}' for f in fractions]
-      rows = [[a, f'ours ({task})'] + [format_mean_std(values[a, f]) for f in fractions]
-              for a in order_algorithms(r.algorithm for r in selected)]
+      rows = [[a, f'ours ({task})'] + [format_mean_std([r.accuracy for r in cell_runs[a, f]]) for f in fractions]
+              for a in algorithms]
       paper_rows = []
       if dataset is not None:
         paper = [p for p in published_numbers if p['dataset'] == dataset and p['corruption'] in (corruption, 'none')
@@ -211,11 +212,15 @@ def rfa_tables(records: Sequence[Record], published: dict) -> str:
           paper_rows.append([algorithm, f'paper ({dataset}){suffix}'] + cells)
       title = 'no corruption' if corruption == 'none' else f'{corruption} corruption'
       lines += [f'## {task}: {title}', ''] + _markdown(header, rows + paper_rows) + ['']
-      note = f'Ours: {_seeds_note(selected)}; ρ = share of training examples on corrupted devices.'
+      seeds = {r.seed for r in selected}
+      fewer = [f'{a} at ρ={f:g} {_seeds_note(cell_runs[a, f])}' for a in algorithms for f in fractions
+               if cell_runs[a, f] and {r.seed for r in cell_runs[a, f]} != seeds]
+      note = f'Ours: {_seeds_note(selected)}' + (f', but {"; ".join(fewer)}' if fewer else '')
+      note += '; ρ = share of training examples on corrupted devices.'
       if dataset is not None and not task.startswith(dataset.split('_')[0]):
         note += (f' The paper rows are its {dataset} numbers (a different dataset: for orientation only).')
-      if dataset is not None:
-        sources = sorted({p['source'] for p in published_numbers if p['dataset'] == dataset})
+      sources = sorted({p['source'] for p in published_numbers if p['dataset'] == dataset})
+      if sources:
         note += ' Paper sources: ' + '; '.join(sources) + '.'
       lines += [note, '']
   return '\n'.join(lines)

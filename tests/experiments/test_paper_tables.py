@@ -50,7 +50,7 @@ def test_rfa_table_from_summaries_has_algorithm_rows_rho_columns_and_the_papers_
   assert _row(table, ('fedavg', 'paper (emnist_linear)'))[2:] == ['64.3', '41.2']
   assert 'rfa_one_step' not in table  # the paper's rows only for algorithms that were run
   assert table.index('ours (emnist_linear_rfa)') < table.index('paper (emnist_linear)')
-  assert '2 seeds (0, 1)' in table
+  assert 'Ours: 2 seeds (0, 1), but fedavg at ρ=0.25 1 seed (0); ρ = ' in table  # cells short of seeds are named
 
 
 def test_personalized_rfa_with_one_pass_is_reported_as_personalised_fedavg_with_personal_accuracy(tmp_path):

@@ -53,7 +53,7 @@ def main(argv):
     with open(os.path.join(_OUTPUT_DIR.value, 'rfa_tables.md'), 'w') as f:
       f.write(paper_tables.rfa_tables(records, published))
     written.append('rfa_tables.md')
-    if any(r.kind == 'rfa' and r.accuracy is not None for r in records):
+    if paper_tables.rfa_accuracy_records(records):
       paper_tables.plot_rfa(records, published, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_corruption.png'))
       written.append('rfa_accuracy_vs_corruption.png')
     else:

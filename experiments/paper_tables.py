@@ -176,9 +176,14 @@ def _seeds_note(records: Sequence[Record]) -> str:
   return f'{len(seeds)} seed{"s" * (len(seeds) != 1)} ({", ".join(map(str, seeds))})'
 
 
+def rfa_accuracy_records(records: Sequence[Record]) -> list[Record]:
+  """The RFA-kind records that report a final test accuracy: what the RFA tables and figure show."""
+  return [r for r in records if r.kind == 'rfa' and r.accuracy is not None]
+
+
 def rfa_tables(records: Sequence[Record], published: dict) -> str:
   """Markdown: per task and corruption, accuracy (%) mean ± std over seeds by algorithm x rho, then the paper's."""
-  records = [r for r in records if r.kind == 'rfa' and r.accuracy is not None]
+  records = rfa_accuracy_records(records)
   lines = ['# RFA (Fig. 2/3/5/6 layout): final test accuracy (%), mean ± std over seeds', '']
   published_numbers = published['rfa']['numbers']
   for task in sorted({r.task for r in records}):
@@ -259,12 +264,12 @@ def dfl_tables(records: Sequence[Record], published: dict) -> str:
 def plot_rfa(records: Sequence[Record], published: dict, path: str) -> None:
   """Accuracy (%) against rho, one panel per task x corruption, one line per algorithm (mean, min-max band),
   the paper's numbers for the task's dataset as open markers."""
+  records = rfa_accuracy_records(records)
+  if not records:
+    raise ValueError('records: no RFA-kind run with a final test accuracy (eval/accuracy) to plot')
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
-  records = [r for r in records if r.kind == 'rfa' and r.accuracy is not None]
-  if not records:
-    raise ValueError('records: no RFA-kind run with a final test accuracy (eval/accuracy) to plot')
   panels = sorted({(r.task, r.corruption) for r in records if r.corruption != 'none'}) or sorted(
       {(r.task, 'none') for r in records})
   fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)

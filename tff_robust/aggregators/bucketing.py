@@ -130,11 +130,9 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     return math.ceil(self._max_clients / self._bucket_size)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-    type_checks.check_value_type(value_type)
-    type_checks.check_weight_type(weight_type)
+    wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
+    weight_dtype = wide_weight_type.dtype
     inner_process = self._inner_factory.create(value_type, weight_type)
-    wide_type = widening.wide_value_type(value_type)
-    weight_dtype = widening.scalar_dtype(value_type, weight_type)
     num_buckets, bucket_size, key_bins, seed = self.num_buckets, self._bucket_size, self._key_bins, self._seed
     draw_key = hashed_key if self._keys == 'hashed' else random_key
     stacked_type = tff.StructWithPythonType([
@@ -145,7 +143,6 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     count_process = self._count_factory.create(tff.TensorType(np.int32))
     sizes_process = self._count_factory.create(tff.TensorType(np.int32, [num_buckets]))
     keys_process = self._count_factory.create(tff.TensorType(np.int32, [key_bins]))
-    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
 
     @tff.tensorflow.computation(wide_type, np.int32)
     def one_hot_key(value, round_num):
@@ -186,15 +183,10 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((inner_process.initialize(), tff.federated_value(np.int32(0), tff.SERVER)))
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
-      value, weight = sanitized[0], sanitized[1]
-      nonfinite = count_process.next(count_process.initialize(), sanitized[2])
+      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+      nonfinite = count_process.next(count_process.initialize(), nonfinite)
       round_num = state[1]
       keys = tff.federated_map(one_hot_key, (value, tff.federated_broadcast(round_num)))
       histogram = keys_process.next(keys_process.initialize(), keys)

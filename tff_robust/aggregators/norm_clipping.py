@@ -57,12 +57,8 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-    type_checks.check_value_type(value_type)
-    type_checks.check_weight_type(weight_type)
-    wide_type = widening.wide_value_type(value_type)
-    wide_weight_type = tff.TensorType(widening.scalar_dtype(value_type, weight_type))
+    wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     mean_process = self._mean_factory.create(wide_type, wide_weight_type)
-    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
     clipping_norm = self._clipping_norm
 
     @tff.tensorflow.computation(wide_type)
@@ -73,31 +69,23 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
       clipped = tf.nest.map_structure(lambda tensor: tf.cast(factor, tensor.dtype) * tensor, value)
       return clipped, tf.cast(norm > clipping_norm, tf.int32)
 
-    @tff.tensorflow.computation(wide_type)
-    def narrow_or_zeros_if_nonfinite(mean):
-      return widening.narrow_or_zeros_if_nonfinite(mean, value_type)
-
     @tff.federated_computation()
     def init_fn():
       return mean_process.initialize()
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
-      clipped, was_clipped = tff.federated_map(clip, sanitized[0])
-      output = mean_process.next(state, clipped, sanitized[1])
+      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+      clipped, was_clipped = tff.federated_map(clip, value)
+      output = mean_process.next(state, clipped, weight)
       measurements = collections.OrderedDict(
           clipped_count=tff.federated_sum(was_clipped),
-          num_nonfinite_clients=tff.federated_sum(sanitized[2]),
+          num_nonfinite_clients=tff.federated_sum(nonfinite),
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(
           state=output.state,
-          result=tff.federated_map(narrow_or_zeros_if_nonfinite, output.result),
+          result=widening.narrow_or_zeros_if_nonfinite_at_server(output.result, value_type),
           measurements=tff.federated_zip(measurements),
       )
 

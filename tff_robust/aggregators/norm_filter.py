@@ -122,11 +122,7 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((quantile_process.initialize(), inner_process.initialize()))
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
       norms = tff.federated_map(norm, value)
       quantile = quantile_process.next(state[0], norms, weight)

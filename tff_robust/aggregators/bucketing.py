@@ -51,6 +51,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import call_counts
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
 
@@ -177,7 +178,6 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       return widening.narrow(mean, value_type), tf.cast(weight, weight_type.dtype)
 
     increment = tff.tensorflow.computation(lambda round_num: round_num + 1, np.int32)
-    inner_names = tff.structure.name_list(inner_process.next.type_signature.result.measurements.member)
 
     @tff.federated_computation()
     def init_fn():
@@ -198,7 +198,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       own = tff.federated_map(own_bucket_mean, (tff.federated_broadcast(means), bucket, weight))
       inner = inner_process.next(state[0], own[0], own[1])
       measurements = collections.OrderedDict(
-          secure_average_calls=_plus_bucket_means(inner.measurements, inner_names),
+          secure_average_calls=call_counts.total_calls((inner.measurements, inner_process), extra=1),
           num_buckets=num_nonempty,
           bucket_sizes=sizes.result,
           num_nonfinite_clients=nonfinite.result,
@@ -232,15 +232,6 @@ def hashed_key(value, seed: int, round_num, key_bins: int) -> tf.Tensor:
 def bucket_from_rank(rank, bucket_size: int, num_buckets: int) -> tf.Tensor:
   """TensorFlow: the bucket of the client of rank `rank` in the permutation: min(rank // s, K - 1)."""
   return tf.minimum(rank // bucket_size, num_buckets - 1)
-
-
-def _plus_bucket_means(inner_measurements, inner_names):
-  """1 (the bucket means) + the inner process's `secure_average_calls` (1 if it reports none: a mean)."""
-  if 'secure_average_calls' not in inner_names:
-    return tff.federated_value(np.int32(2), tff.SERVER)
-  calls = inner_measurements['secure_average_calls']
-  plus_one = tff.tensorflow.computation(lambda count: count + 1, calls.type_signature.member)
-  return tff.federated_map(plus_one, calls)
 
 
 def _stacked(wide_type, num_buckets):

@@ -14,9 +14,11 @@ arithmetic is float32 or wider (`widening`).
 import collections
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import call_counts
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -33,14 +35,24 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
   float64), weights are float32 (float64 with float64 values or weights), and the result has the value's
   dtypes (`widening`); `mean_factory` is created for those widened types.
 
+  `mean_factory` may be any weighted factory, e.g. a robust rule: clipping is then the static pre-aggregation
+  clipping of robust-FL frameworks (ByzFL's `Clipping`) before that rule.
+
   Measurements:
+    - `secure_average_calls`: those of `mean_factory`'s process (1 if it reports none: a mean).
     - `clipped_count`: clients whose update had norm above `clipping_norm`.
     - `num_nonfinite_clients`: clients whose value or weight was not finite.
     - `mean`: measurements of the inner weighted-mean call.
+
+  Secure aggregation: a `mean_factory` of secure sums (every clipped entry lies in [-C, C]) and
+  `count_factory=tff.aggregators.SecureSumFactory(1, 0)`.
   """
 
   def __init__(
-      self, clipping_norm: float, mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None
+      self,
+      clipping_norm: float,
+      mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+      count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
   ):
     """Initializes the factory.
 
@@ -48,17 +60,21 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
       clipping_norm: the bound C > 0 on each client update's L2 norm.
       mean_factory: a `tff.aggregators.WeightedAggregationFactory` for the mean of the clipped updates;
         defaults to `tff.aggregators.MeanFactory(no_nan_division=True)`.
+      count_factory: a `tff.aggregators.UnweightedAggregationFactory` summing the int32 0/1 clipped and
+        non-finite flags; defaults to `tff.aggregators.SumFactory()`.
 
     Raises:
-      TypeError: if `mean_factory` is not a `WeightedAggregationFactory`.
+      TypeError: if a factory has the wrong type.
       ValueError: if `clipping_norm` is not a finite number > 0.
     """
     self._clipping_norm = type_checks.check_number('clipping_norm', clipping_norm, minimum=0.0, strict=True)
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     mean_process = self._mean_factory.create(wide_type, wide_weight_type)
+    count_process = self._count_factory.create(tff.TensorType(np.int32))
     clipping_norm = self._clipping_norm
 
     @tff.tensorflow.computation(wide_type)
@@ -79,8 +95,9 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
       clipped, was_clipped = tff.federated_map(clip, value)
       output = mean_process.next(state, clipped, weight)
       measurements = collections.OrderedDict(
-          clipped_count=tff.federated_sum(was_clipped),
-          num_nonfinite_clients=tff.federated_sum(nonfinite),
+          secure_average_calls=call_counts.total_calls((output.measurements, mean_process)),
+          clipped_count=count_process.next(count_process.initialize(), was_clipped).result,
+          num_nonfinite_clients=count_process.next(count_process.initialize(), nonfinite).result,
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(

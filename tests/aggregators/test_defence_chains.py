@@ -95,6 +95,17 @@ def test_arc_with_the_exact_quantile_matches_and_the_secure_one_is_within_its_bi
   assert np.linalg.norm(secure_result - stacked) <= 0.0028 * threshold
 
 
+@pytest.mark.parametrize('num_clients,num_byzantine', [(10, 2), (10, 4), (7, 1), (25, 5)])
+def test_the_stacked_arc_is_the_papers(num_clients, num_byzantine):
+  rng = np.random.default_rng(num_clients + num_byzantine)
+  points = rng.normal(size=(num_clients, 5)) * rng.uniform(0.1, 10.0, size=(num_clients, 1))
+  weights = rng.uniform(0.5, 2.0, size=num_clients)
+  rule = building.stacked_rule('arc>mean', clients_per_round=num_clients, num_byzantine=num_byzantine)
+  result = rule(*[tf.constant(x, tf.float32) for x in (points, weights, np.zeros(5))]).numpy()
+  expected = weights @ arc.adaptive_robust_clipping(points, num_byzantine) / weights.sum()
+  np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_norm_filter_with_the_exact_median_matches_and_the_secure_one_too_away_from_the_threshold():
   points, weights = _cloud(5)
   spec = 'norm_filter(k=1.5)>mean'

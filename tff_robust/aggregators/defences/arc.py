@@ -36,11 +36,13 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import call_counts
 from tff_robust.aggregators import histogram_quantile
+from tff_robust.aggregators import robust_rules
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
 from tff_robust.aggregators.defences import implementations
 from tff_robust.core import arc
+from tff_robust.core import superquantile
 
 
 class AdaptiveRobustClippingFactory(tff.aggregators.WeightedAggregationFactory):
@@ -155,19 +157,23 @@ def _arc_factory(arguments, inner, context):
 
 
 def _stacked_arc(arguments, context):
-  """Every row clipped to the (n - k)-th smallest norm of the rows of positive weight (n of them, k =
-  `core.arc.clipped_count(n, f)` with n the number of such rows); rows of weight 0 pass unchanged. The
-  factory uses the cohort size given at build time for n and the lower edge of the quantile's bin."""
-  del context
-  num_byzantine = arguments['f']
+  """Every row of positive weight clipped to the upper quantile, at `core.arc.quantile_level(n, f)` (n the
+  cohort size given at build time), of the norms of those rows, each counted once: with n such rows, the
+  (k+1)-th largest norm of `core.arc`; rows of weight 0 pass unchanged. The factory computes the same with
+  `quantile.exact_quantile_factory`, and the lower edge of the quantile's bin with its default secure one."""
+  level = arc.quantile_level(context.clients_per_round, arguments['f'])
 
   def clipped(points, weights):
     norms = implementations.row_norms(points)
-    counted = tf.sort(tf.boolean_mask(norms, weights > 0))
-    n = tf.shape(counted)[0]
-    k = tf.maximum((2 * num_byzantine * (n - num_byzantine)) // tf.maximum(n, 1), 0)
-    threshold = tf.cond(n > 0, lambda: counted[tf.clip_by_value(n - k - 1, 0, n - 1)], lambda: tf.reduce_max(norms))
-    return tf.where((weights > 0)[:, None], implementations.clip_rows(points, threshold), points), weights
+    counted = weights > 0
+    threshold = tf.cond(
+        tf.reduce_any(counted),
+        lambda: robust_rules.coordinate_upper_quantile(
+            tf.boolean_mask(norms, counted)[:, None], tf.ones_like(tf.boolean_mask(norms, counted)), level,
+            superquantile.TIE_TOLERANCE)[0],
+        lambda: tf.reduce_max(norms),
+    )
+    return tf.where(counted[:, None], implementations.clip_rows(points, threshold), points), weights
 
   return clipped
 

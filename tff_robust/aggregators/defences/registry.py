@@ -24,11 +24,15 @@ from typing import Optional, Union
 
 PRE_AGGREGATOR = 'pre-aggregator'
 RULE = 'rule'
+# What an unset parameter is derived from at build time (`Param.default_from`).
+FROM_NUM_BYZANTINE = 'num_byzantine'
+FROM_BYZANTINE_SHARE = 'num_byzantine / clients_per_round'
 
 
 @dataclasses.dataclass(frozen=True)
 class Param:
-  """A parameter of a component: `kind` int, float or str; `default` None means it is derived at build time."""
+  """A parameter of a component: `kind` int, float or str; unset, it is `default`, or with `default_from` the
+  build's `FROM_NUM_BYZANTINE` or `FROM_BYZANTINE_SHARE`."""
 
   name: str
   kind: type
@@ -39,6 +43,7 @@ class Param:
   maximum: Optional[float] = None
   strict_maximum: bool = False
   choices: tuple = ()
+  default_from: Optional[str] = None
 
   def allowed(self) -> str:
     """The allowed values in words."""
@@ -100,8 +105,9 @@ class Entry:
     raise ValueError(f'{self.name} takes {allowed}; got {name!r}')
 
 
-def _f(doc: str = 'the number f of Byzantine clients tolerated') -> Param:
-  return Param('f', int, None, f'{doc}; unset: the num_byzantine given at build time', minimum=0)
+def _f() -> Param:
+  return Param('f', int, None, 'the number f of Byzantine clients tolerated; unset: the num_byzantine given at '
+               'build time', minimum=0, default_from=FROM_NUM_BYZANTINE)
 
 
 _PRE = 'tff_robust.aggregators.defences.pre_aggregators'
@@ -143,7 +149,8 @@ REGISTRY = {entry.name: entry for entry in (
     Entry('trimmed_mean', RULE, f'{_GATHERED}:TRIMMED_MEAN', False,
           'the coordinate-wise trimmed mean (Yin et al., 2018); gathers the updates',
           (Param('beta', float, None, 'the fraction trimmed at each end (ceil(beta m) values); unset: '
-                 'num_byzantine / clients_per_round', minimum=0.0, maximum=0.5, strict_maximum=True),),
+                 'num_byzantine / clients_per_round', minimum=0.0, maximum=0.5, strict_maximum=True,
+                 default_from=FROM_BYZANTINE_SHARE),),
           counts_clients=True),
     Entry('krum', RULE, f'{_GATHERED}:KRUM', False,
           'Krum / multi-Krum (Blanchard et al., 2017): the mean of the select updates of lowest Krum score; '
@@ -172,18 +179,23 @@ class Component:
   def entry(self) -> Entry:
     return REGISTRY[self.name]
 
-  def arguments(self, *, clients_per_round: int, num_byzantine: int) -> dict:
-    """Every parameter's value: as set, else its default; `f` defaults to `num_byzantine`, `trimmed_mean`'s
-    `beta` to num_byzantine / clients_per_round."""
-    arguments = {param.name: param.default for param in self.entry.params}
-    arguments.update(self.params)
-    if arguments.get('f', 0) is None:
-      arguments['f'] = num_byzantine
-    if self.name == 'trimmed_mean' and arguments['beta'] is None:
-      if clients_per_round is None:
-        raise ValueError('trimmed_mean without beta needs clients_per_round: beta = num_byzantine / clients_per_round')
-      arguments['beta'] = num_byzantine / clients_per_round
-    return arguments
+  def arguments(self, *, clients_per_round: Optional[int], num_byzantine: int) -> dict:
+    """Every parameter's value: as set, else its default or what `Param.default_from` derives it from (`f`:
+    `num_byzantine`; `trimmed_mean`'s `beta`: num_byzantine / clients_per_round)."""
+    arguments = dict(self.params)
+    for param in self.entry.params:
+      if param.name in arguments:
+        continue
+      if param.default_from == FROM_NUM_BYZANTINE:
+        arguments[param.name] = num_byzantine
+      elif param.default_from == FROM_BYZANTINE_SHARE:
+        if clients_per_round is None:
+          raise ValueError(f'{self.name} without {param.name} needs clients_per_round: {param.name} = '
+                           f'{FROM_BYZANTINE_SHARE}')
+        arguments[param.name] = num_byzantine / clients_per_round
+      else:
+        arguments[param.name] = param.default
+    return {param.name: arguments[param.name] for param in self.entry.params}
 
   def __str__(self):
     if not self.params:

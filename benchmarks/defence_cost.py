@@ -6,12 +6,15 @@ FedAvg, RFA (3 secure-average calls), bucketing over RFA's geometric median (`bu
 `--bucket_size`: one stacked secure sum of the bucket means, a key histogram, then RFA's 3 calls), centered
 clipping (`--centered_clipping_iterations` secure averages) and norm-filtered centered clipping
 (`filtered_centered_clipping`: 2 secure averages of 0/1 indicators for the median norm, then centered clipping's;
-`AlgorithmConfig`'s default k and tau, which change no shape or call count) on the same task, model
-initialisation and cohort, rounds interleaved (`timing.round_time_medians`) so that drift in machine load hits all
+`AlgorithmConfig`'s default k and tau, which change no shape or call count), and the defence chains `CHAINS`
+(`--defence` specs of the registry, run as fedavg with that aggregator: ARC's two secure averages of 0/1
+indicators for its threshold, then the rule's) on the same task, model initialisation and cohort, rounds
+interleaved (`timing.round_time_medians`) so that drift in machine load hits all
 alike. Prints each defence's median round time divided by FedAvg's and by RFA's. Ratios, not absolute times, are
 the result.
 """
 
+import dataclasses
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
@@ -26,6 +29,8 @@ from tff_robust.simulation import execution_context  # pylint: disable=g-import-
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 
 DEFENCES = ('bucketing_rfa', 'centered_clipping', 'filtered_centered_clipping')
+CHAINS = ('arc>gm', 'arc>centered_clipping', 'bucketing(s=2)>centered_clipping', 'arc>bucketing(s=2)>gm')
+_NUM_BYZANTINE = 2  # f of ARC's k = floor(2 (f/n)(n - f)): 3 of 10 clipped
 
 _TASK = flags.DEFINE_enum('task', 'emnist_cnn', tasks.TASK_NAMES, 'Task of the round-time comparison.')
 _ROUNDS = flags.DEFINE_integer('rounds', 10, 'Timed rounds per algorithm (after one warm-up).', lower_bound=1)
@@ -48,6 +53,11 @@ def round_time_medians() -> dict:
           name, task.model_fn, config, clients_per_round=_CLIENTS_PER_ROUND.value)
       for name in ('fedavg', 'rfa') + DEFENCES
   }
+  for spec in CHAINS:
+    processes[spec] = algorithms.build_learning_process(
+        'fedavg', task.model_fn, dataclasses.replace(config, defence=spec, num_byzantine=_NUM_BYZANTINE),
+        clients_per_round=_CLIENTS_PER_ROUND.value,
+    )
   return timing.round_time_medians(processes, cohort, _ROUNDS.value)
 
 
@@ -58,9 +68,9 @@ def main(argv):
   medians = round_time_medians()
   print(f'Round time on {_TASK.value} (synthetic data), {_CLIENTS_PER_ROUND.value} clients, median of '
         f'{_ROUNDS.value}: FedAvg {medians["fedavg"]:.3f} s, RFA {medians["rfa"]:.3f} s')
-  width = max(len(name) for name in DEFENCES)
+  width = max(len(name) for name in DEFENCES + CHAINS)
   print(f'{"defence":<{width}} {"seconds":>8} {"/ FedAvg":>9} {"/ RFA":>7}')
-  for name in ('rfa',) + DEFENCES:
+  for name in ('rfa',) + DEFENCES + CHAINS:
     print(f'{name:<{width}} {medians[name]:8.3f} {medians[name] / medians["fedavg"]:9.2f} '
           f'{medians[name] / medians["rfa"]:7.2f}')
   execution_context.stop_local_execution_context()

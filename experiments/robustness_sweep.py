@@ -2,6 +2,7 @@ r"""Robustness sweep of the RFA paper's Sec. 5 / Fig. 2-3: accuracy versus corru
 
   python -m experiments.robustness_sweep            # digits, defaults below
   python -m experiments.robustness_sweep --algorithms=fedavg,rfa --corruptions=omniscient --seeds=0,1,2
+  python -m experiments.robustness_sweep --algorithms=fedavg --defences='arc>gm;bucketing(s=2)>centered_clipping'
 
 Runs algorithm x corruption x rho x seed (rho = 0 once per algorithm and seed, shared by every corruption)
 and writes to <root_output_dir>/<experiment_name>/:
@@ -14,6 +15,9 @@ and writes to <root_output_dir>/<experiment_name>/:
   accuracy_vs_corruption.png   one panel per corruption, one line per aggregator, min-max band over seeds.
 Trimmed mean and multi-Krum are given the true rho (the paper: they need it): trim_fraction = rho,
 num_byzantine = ceil(rho * clients_per_round), each capped to what the cohort allows.
+--defences adds defence chains of the registry (`tff_robust.aggregators.defences`), each run as fedavg with that
+aggregator and labelled by its canonical spec; their f (ARC, NNM, Krum, Bulyan, the trimmed mean) is the same
+ceil(rho * clients_per_round), capped at (clients_per_round - 3) // 2.
 """
 
 import collections
@@ -32,6 +36,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tqdm  # pylint: disable=g-import-not-at-top
 
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
+from tff_robust.aggregators.defences import registry as defence_registry  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
@@ -45,6 +50,12 @@ from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
 _ALGORITHMS = flags.DEFINE_list(
     'algorithms', ['fedavg', 'rfa', 'rfa_one_step', 'coordinate_median', 'trimmed_mean', 'multi_krum',
                    'norm_clipping'], 'Algorithms to compare.')
+_DEFENCES = flags.DEFINE_string(
+    'defences', '',
+    "Defence chains to run beside --algorithms, separated by ';' (specs contain commas), e.g. "
+    "'arc>gm;bucketing(s=2)>centered_clipping(tau=0.3,iters=3)' (quote it in a shell); see --defence of "
+    'experiments.train for the syntax.',
+)
 _CORRUPTIONS = flags.DEFINE_list('corruptions', ['data', 'omniscient'], 'Corruptions (data, label_flipping, gaussian, omniscient, alie, ipm, sign_flipping).')
 _DATA_FRACTIONS = flags.DEFINE_list('data_fractions', ['0', '0.01', '0.1', '0.25'], 'rho for data corruption.')
 _UPDATE_FRACTIONS = flags.DEFINE_list(
@@ -106,12 +117,15 @@ def _parsed(values, kind, flag):
     raise app.UsageError(f'--{flag}: {error}') from error
 
 
-def _config(algorithm: str, fraction: float) -> algorithms.AlgorithmConfig:
+def _config(method: str, fraction: float, defences: dict) -> algorithms.AlgorithmConfig:
+  """The config of `method`: an algorithm name, or a key of `defences` (canonical spec -> chain), run as fedavg."""
   m = _CLIENTS_PER_ROUND.value
+  given_rho = method in ('multi_krum',) or method in defences
   return algorithms.AlgorithmConfig(
       client_learning_rate=_CLIENT_LEARNING_RATE.value,
-      trim_fraction=min(fraction, 0.45) if algorithm == 'trimmed_mean' else 0.1,
-      num_byzantine=min(math.ceil(fraction * m), (m - 3) // 2) if algorithm == 'multi_krum' else 1,
+      trim_fraction=min(fraction, 0.45) if method == 'trimmed_mean' else 0.1,
+      num_byzantine=min(math.ceil(fraction * m), (m - 3) // 2) if given_rho else 1,
+      defence=method if method in defences else None,
       clipping_norm=_CLIPPING_NORM.value,
       server_learning_rate=_SERVER_LEARNING_RATE.value,
       centered_clipping_radius=_CENTERED_CLIPPING_RADIUS.value,
@@ -234,6 +248,14 @@ def main(argv):
   unknown = set(_ALGORITHMS.value) - set(algorithms.ALGORITHM_NAMES)
   if unknown:
     raise app.UsageError(f'--algorithms: unknown {sorted(unknown)}; allowed {algorithms.ALGORITHM_NAMES}')
+  try:
+    defences = {str(chain): chain for chain in defence_registry.parse_list(_DEFENCES.value)}
+  except ValueError as error:
+    raise app.UsageError(f'--defences: {error}') from None
+  clashing = set(defences) & set(algorithms.ALGORITHM_NAMES)
+  if clashing:
+    raise app.UsageError(f'--defences: {sorted(clashing)} would be labelled like the algorithms of that name; give '
+                         'them a parameter, e.g. centered_clipping(tau=1.0)')
   unknown = set(_CORRUPTIONS.value) - set(corruption.CORRUPTIONS[1:])
   if unknown:
     raise app.UsageError(f'--corruptions: unknown {sorted(unknown)}; allowed {corruption.CORRUPTIONS[1:]}')
@@ -263,17 +285,18 @@ def main(argv):
     raise app.UsageError(f'{error}; give a new --experiment_name') from None
   run_settings.record(output_dir, _per_run_settings())
   processes = {}
-  runs = list(_runs(_ALGORITHMS.value, _CORRUPTIONS.value, data_fractions, update_fractions, seeds))
+  runs = list(_runs(_ALGORITHMS.value + list(defences), _CORRUPTIONS.value, data_fractions, update_fractions, seeds))
   finished = {_run_key(row): row for row in _finished_rows(output_dir)}
   if finished:
     print(f'resuming: {sum(run in finished for run in runs)} of {len(runs)} runs already in results.csv')
   for algorithm, kind, fraction, seed in tqdm.tqdm([r for r in runs if r not in finished], desc='sweep',
                                                    unit='run'):
     attack = kind if kind in corruption.UPDATE_ATTACKS else None
-    config = _config(algorithm, fraction)
+    config = _config(algorithm, fraction, defences)
     if (algorithm, config, attack) not in processes:
       processes[(algorithm, config, attack)] = algorithms.build_learning_process(
-          algorithm, task.model_fn, config, clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack
+          'fedavg' if algorithm in defences else algorithm, task.model_fn, config,
+          clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack,
       )
     corrupted = corruption.select_corrupted_clients(task, fraction, seed)
     summary = training_loop.run_training(
@@ -281,7 +304,8 @@ def main(argv):
         total_rounds=_TOTAL_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
         rounds_per_eval=_TOTAL_ROUNDS.value, seed=seed, show_progress=False,
         rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
-        output_dir=os.path.join(output_dir, 'runs', f'{algorithm}_{kind}_{fraction:g}_seed{seed}'),
+        output_dir=os.path.join(
+            output_dir, 'runs', f'{defence_registry.path_component(algorithm)}_{kind}_{fraction:g}_seed{seed}'),
     )
     row = dict(
         algorithm=algorithm, corruption=kind, fraction=fraction, seed=seed,

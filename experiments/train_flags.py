@@ -15,6 +15,7 @@ import tempfile
 
 from absl import flags
 
+from tff_robust.aggregators.defences import registry as defence_registry
 from tff_robust.simulation import algorithm_names
 from tff_robust.simulation import gpu_placement
 from tff_robust.simulation import run_settings
@@ -68,8 +69,18 @@ flags.DEFINE_float(
     'trim_fraction', 0.1, 'trimmed_mean: fraction dropped at each end, in [0, 0.5).', lower_bound=0.0,
     upper_bound=0.4999999,
 )
+DEFENCE = flags.DEFINE_string(
+    'defence', None,
+    'With --algorithm=fedavg: its aggregator, a defence chain of the registry (tff_robust.aggregators.defences): '
+    'pre-aggregators then one rule joined by ">", parameters in brackets, e.g. "arc>gm", '
+    '"bucketing(s=2)>centered_clipping(tau=0.3,iters=3)" (quote it in a shell). Pre-aggregators: '
+    f'{", ".join(defence_registry.PRE_AGGREGATOR_NAMES)}; rules: {", ".join(defence_registry.RULE_NAMES)}. '
+    'Parameters come from the spec alone (unset: the registry\'s defaults; f: --num_byzantine). Unset: fedavg\'s '
+    'weighted mean; the other --algorithm names are aliases of chains.',
+)
 flags.DEFINE_integer(
-    'num_byzantine', 1, 'multi_krum, bulyan: number f of Byzantine clients tolerated.', lower_bound=0
+    'num_byzantine', 1, 'multi_krum, bulyan, and the f of --defence components that take one (arc, nnm, krum, '
+    'bulyan; trimmed_mean\'s beta = f / clients_per_round): number f of Byzantine clients tolerated.', lower_bound=0
 )
 flags.DEFINE_integer(
     'num_selected', 0, 'multi_krum: updates averaged; 0 means clients_per_round - num_byzantine.', lower_bound=0
@@ -437,8 +448,30 @@ flags.register_multi_flags_validator(('corruption', 'alie_z', 'ipm_epsilon', 'ta
 flags.register_multi_flags_validator(('task', *(flag.name for flag in TASK_OPTION_FLAGS)), _task_options_are_valid)
 
 
+def _defence_is_valid(flag_values: dict) -> bool:
+  """--defence must parse, and it is the aggregator of --algorithm=fedavg only."""
+  spec = flag_values['defence']
+  if spec is None:
+    return True
+  try:
+    defence_registry.parse(spec)
+  except ValueError as error:
+    raise flags.ValidationError(f'--defence: {error}') from None
+  if flag_values['algorithm'] != 'fedavg':
+    raise flags.ValidationError(
+        f'--defence is the aggregator of --algorithm=fedavg, not --algorithm={flag_values["algorithm"]} (whose '
+        'aggregator is its own); pass --algorithm=fedavg'
+    )
+  return True
+
+
+flags.register_multi_flags_validator(('defence', 'algorithm'), _defence_is_valid)
+
+
 def experiment_name() -> str:
-  return EXPERIMENT_NAME.value or f'{TASK.value}_{ALGORITHM.value}_seed{SEED.value}'
+  """--experiment_name, or <task>_<algorithm or defence spec>_seed<seed> (the spec's brackets and '>' as '_')."""
+  method = ALGORITHM.value if DEFENCE.value is None else defence_registry.path_component(DEFENCE.value)
+  return EXPERIMENT_NAME.value or f'{TASK.value}_{method}_seed{SEED.value}'
 
 
 def output_dir() -> str:

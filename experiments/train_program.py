@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from experiments import exit_statuses
 from experiments import train_flags
+from tff_robust.aggregators import defences
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import composing_context
@@ -103,7 +104,9 @@ def check_settings(task: base.Task) -> int:
         algorithm, _algorithm_config(), clients_per_round=clients_per_round, update_attack=_update_attack()
     )
   except ValueError as error:
-    raise train_flags.Refusal(f'--algorithm={algorithm}: {error}') from None
+    defence = train_flags.DEFENCE.value
+    setting = f'--algorithm={algorithm}' if defence is None else f'--defence={defence}'
+    raise train_flags.Refusal(f'{setting}: {error}') from None
   try:
     gpu_placement.check_gpu_setting(train_flags.GPUS.value)
   except ValueError as error:
@@ -117,6 +120,7 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
   minibatch, stragglers = train_flags.MINIBATCH_FRACTION.value, train_flags.STRAGGLER_FRACTION.value
   return dict(
       algorithm=algorithm, task=train_flags.TASK.value, seed=train_flags.SEED.value,
+      **({'defence': str(defences.parse(train_flags.DEFENCE.value))} if train_flags.DEFENCE.value else {}),
       clients_per_round=clients_per_round, corruption=train_flags.CORRUPTION.value,
       corruption_fraction=train_flags.CORRUPTION_FRACTION.value,
       corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
@@ -208,6 +212,6 @@ def run() -> int:
     execution_context.stop_local_execution_context()
   headline = {key: value for key, value in summary.items() if key in _HEADLINE_METRICS}
   output_dir = train_flags.output_dir()
-  print(f'{train_flags.ALGORITHM.value} on {train_flags.TASK.value}: {headline}')
+  print(f'{train_flags.DEFENCE.value or train_flags.ALGORITHM.value} on {train_flags.TASK.value}: {headline}')
   print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')
   return exit_statuses.NONFINITE_MODEL if 'nonfinite_model_round' in summary else 0

@@ -100,11 +100,13 @@ def test_the_api_reference_lists_every_public_builder_and_factory():
 
 def _resolve_public_names() -> list[str]:
   """`tff_robust.processes.build_*` and `tff_robust.aggregators.*Factory` / `*_factory` exported by the
-  packages (their `__init__` imports), as dotted names."""
+  packages (their `__init__` imports, or the `'name': 'submodule'` entries of a lazy `__init__`'s table), as
+  dotted names."""
   names = []
   for package, pattern in (('processes', r'build_\w+'), ('aggregators', r'\w+(?:Factory|_factory)')):
     init = (_REPO / 'tff_robust' / package / '__init__.py').read_text()
-    for name in re.findall(r'^from tff_robust\.[\w.]+ import (\w+)$', init, re.MULTILINE):
+    exported = re.findall(r'^from tff_robust\.[\w.]+ import (\w+)$', init, re.MULTILINE)
+    for name in exported + re.findall(r"'(\w+)': '\w+'", init):
       if re.fullmatch(pattern, name):
         names.append(f'tff_robust.{package}.{name}')
   return names

@@ -126,3 +126,31 @@ def test_a_zero_server_learning_rate_leaves_every_algorithm_at_the_initial_model
     with open(tmp_path / name / 'results.csv') as f:
       accuracies[name] = float(next(csv.DictReader(f))['accuracy'])
   assert accuracies['fedavg'] == accuracies['centered_clipping']
+
+
+@pytest.mark.slow
+def test_defence_chains_run_beside_the_algorithms_with_f_from_rho(tmp_path):
+  result = _sweep(tmp_path, "--defences=arc>mean; nnm>krum(select=0)", '--update_fractions=0,0.2', '--seeds=0',
+                  '--total_rounds=1')
+  assert result.returncode == 0, result.stderr[-3000:]
+  with open(tmp_path / 's' / 'results.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert [(r['algorithm'], r['fraction']) for r in rows] == [
+      ('fedavg', '0.0'), ('fedavg', '0.2'), ('arc>mean', '0.0'), ('arc>mean', '0.2'),
+      ('nnm>krum(select=0)', '0.0'), ('nnm>krum(select=0)', '0.2')]
+  # f = ceil(0.2 * 10) = 2 at rho = 0.2: ARC's two quantile passes and the mean; at rho = 0, f = 0 and ARC is
+  # the identity (the mean alone).
+  calls = {(r['algorithm'], r['fraction']): float(r['calls_per_round']) for r in rows}
+  assert calls[('arc>mean', '0.0')] == 1.0 and calls[('arc>mean', '0.2')] == 3.0
+  assert (tmp_path / 's' / 'runs' / 'nnm_krum_select=0_omniscient_0.2_seed0').is_dir()
+  assert '| arc>mean |' in (tmp_path / 's' / 'results.md').read_text()
+
+
+@pytest.mark.parametrize('defences,message', [
+    ('arc>foo', "--defences: defence 'arc>foo': unknown component 'foo'"),
+    ('centered_clipping', "--defences: ['centered_clipping'] would be labelled like the algorithms"),
+])
+def test_a_bad_defence_is_a_usage_error(tmp_path, defences, message):
+  result = _sweep(tmp_path, f'--defences={defences}')
+  assert result.returncode != 0 and message in result.stderr
+  assert not (tmp_path / 's').exists()  # refused before the sweep started

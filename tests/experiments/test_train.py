@@ -83,6 +83,20 @@ def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, calls):
     assert all(0 <= int(r['aggregator/num_dropped_clients']) <= 5 for r in rows)
 
 
+def test_a_defence_chain_is_fedavgs_aggregator(tmp_path):
+  result = train_runs.train(
+      tmp_path, '--task=digits', '--algorithm=fedavg', '--defence=arc > bucketing(s=3) > gm(passes=2)',
+      '--num_byzantine=2', '--total_rounds=2', '--rounds_per_eval=2',
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['defence'] == 'arc>bucketing(s=3)>gm(passes=2)' and summary['algorithm'] == 'fedavg'
+  assert summary['secure_average_calls'] == 2 * (2 + 1 + 2)  # ARC's quantile, the bucket means, two GM passes
+  # k = floor(2 * 0.2 * 8) = 3 of 10, and the client at the threshold: the secure quantile's lower bin edge
+  # clips it by at most 0.27%.
+  assert all(r['aggregator/num_clipped_clients'] in ('3', '4') for r in rows)
+
+
 @pytest.mark.parametrize('task', ['emnist_cnn', 'shakespeare_rnn'])
 def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
   result = train_runs.train(

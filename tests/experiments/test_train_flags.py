@@ -51,6 +51,9 @@ def _assert_one_line_refusal(result, *names):
     (('--task=synthetic_regression', '--corruption=label_flipping'),
      ('--corruption=label_flipping', 'tasks with class labels', '--task=synthetic_regression')),
     (('unexpected',), ('positional', 'unexpected')),
+    (('--algorithm=fedavg', '--defence=arc>foo'), ('--defence', "unknown component 'foo'", 'rules: mean')),
+    (('--algorithm=fedavg', '--defence=bucketing>krum'), ('--defence', 'krum cannot follow bucketing')),
+    (('--algorithm=rfa', '--defence=arc>gm'), ('--defence', '--algorithm=fedavg')),
 ])
 def test_a_bad_flag_is_refused_in_one_line_before_tensorflow_is_imported(tmp_path, flags, names):
   result = _run(tmp_path, *flags)
@@ -72,6 +75,8 @@ def test_an_unwritable_output_directory_is_refused_before_tensorflow_is_imported
     (('--task=digits_cohorts', '--algorithm=mtfeel', '--clients_per_round=10'),
      ('--clients_per_round', 'number of clients', '30')),
     (('--algorithm=bulyan', '--clients_per_round=5'), ('--algorithm=bulyan', 'clients_per_round=5')),
+    (('--algorithm=fedavg', '--defence=arc>gm', '--num_byzantine=5', '--clients_per_round=10'),
+     ('--defence=arc>gm', 'num_byzantine', 'num_clients / 2')),
 ])
 def test_a_setting_the_task_or_the_algorithm_cannot_run_is_refused_in_one_line(tmp_path, flags, names):
   result = _run(tmp_path, *flags)

@@ -51,6 +51,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import call_counts
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
 
@@ -130,11 +131,9 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     return math.ceil(self._max_clients / self._bucket_size)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-    type_checks.check_value_type(value_type)
-    type_checks.check_weight_type(weight_type)
+    wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
+    weight_dtype = wide_weight_type.dtype
     inner_process = self._inner_factory.create(value_type, weight_type)
-    wide_type = widening.wide_value_type(value_type)
-    weight_dtype = widening.scalar_dtype(value_type, weight_type)
     num_buckets, bucket_size, key_bins, seed = self.num_buckets, self._bucket_size, self._key_bins, self._seed
     draw_key = hashed_key if self._keys == 'hashed' else random_key
     stacked_type = tff.StructWithPythonType([
@@ -145,7 +144,6 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     count_process = self._count_factory.create(tff.TensorType(np.int32))
     sizes_process = self._count_factory.create(tff.TensorType(np.int32, [num_buckets]))
     keys_process = self._count_factory.create(tff.TensorType(np.int32, [key_bins]))
-    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
 
     @tff.tensorflow.computation(wide_type, np.int32)
     def one_hot_key(value, round_num):
@@ -180,21 +178,15 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       return widening.narrow(mean, value_type), tf.cast(weight, weight_type.dtype)
 
     increment = tff.tensorflow.computation(lambda round_num: round_num + 1, np.int32)
-    inner_names = tff.structure.name_list(inner_process.next.type_signature.result.measurements.member)
 
     @tff.federated_computation()
     def init_fn():
       return tff.federated_zip((inner_process.initialize(), tff.federated_value(np.int32(0), tff.SERVER)))
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
-      value, weight = sanitized[0], sanitized[1]
-      nonfinite = count_process.next(count_process.initialize(), sanitized[2])
+      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+      nonfinite = count_process.next(count_process.initialize(), nonfinite)
       round_num = state[1]
       keys = tff.federated_map(one_hot_key, (value, tff.federated_broadcast(round_num)))
       histogram = keys_process.next(keys_process.initialize(), keys)
@@ -206,7 +198,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       own = tff.federated_map(own_bucket_mean, (tff.federated_broadcast(means), bucket, weight))
       inner = inner_process.next(state[0], own[0], own[1])
       measurements = collections.OrderedDict(
-          secure_average_calls=_plus_bucket_means(inner.measurements, inner_names),
+          secure_average_calls=call_counts.total_calls((inner.measurements, inner_process), extra=1),
           num_buckets=num_nonempty,
           bucket_sizes=sizes.result,
           num_nonfinite_clients=nonfinite.result,
@@ -240,15 +232,6 @@ def hashed_key(value, seed: int, round_num, key_bins: int) -> tf.Tensor:
 def bucket_from_rank(rank, bucket_size: int, num_buckets: int) -> tf.Tensor:
   """TensorFlow: the bucket of the client of rank `rank` in the permutation: min(rank // s, K - 1)."""
   return tf.minimum(rank // bucket_size, num_buckets - 1)
-
-
-def _plus_bucket_means(inner_measurements, inner_names):
-  """1 (the bucket means) + the inner process's `secure_average_calls` (1 if it reports none: a mean)."""
-  if 'secure_average_calls' not in inner_names:
-    return tff.federated_value(np.int32(2), tff.SERVER)
-  calls = inner_measurements['secure_average_calls']
-  plus_one = tff.tensorflow.computation(lambda count: count + 1, calls.type_signature.member)
-  return tff.federated_map(plus_one, calls)
 
 
 def _stacked(wide_type, num_buckets):

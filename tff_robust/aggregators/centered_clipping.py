@@ -93,13 +93,9 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-    type_checks.check_value_type(value_type)
-    type_checks.check_weight_type(weight_type)
-    wide_type = widening.wide_value_type(value_type)
-    wide_weight_type = tff.TensorType(widening.scalar_dtype(value_type, weight_type))
+    wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     mean_process = self._mean_factory.create(wide_type, wide_weight_type)
     count_process = self._count_factory.create(tff.TensorType(np.int32))
-    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
     clip_radius = self._clip_radius
 
     @tff.tensorflow.computation(wide_type, wide_type)
@@ -114,14 +110,6 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     def step(center, mean_residual):
       return tf.nest.map_structure(tf.add, center, mean_residual)
 
-    @tff.tensorflow.computation(wide_type)
-    def finite_or_zeros(center):
-      return widening.narrow_or_zeros_if_nonfinite(center, wide_type)
-
-    @tff.tensorflow.computation(wide_type)
-    def narrow_or_zeros_if_nonfinite(center):
-      return widening.narrow_or_zeros_if_nonfinite(center, value_type)
-
     zeros = tff.tensorflow.computation(
         lambda: widening.pack(wide_type, iter([tf.zeros(t.shape, t.dtype) for t in widening.leaf_types(wide_type)]))
     )
@@ -130,15 +118,10 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((mean_process.initialize(), tff.federated_eval(zeros, tff.SERVER)))
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
-      value, weight = sanitized[0], sanitized[1]
-      count = count_process.next(count_process.initialize(), sanitized[2])
+      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+      count = count_process.next(count_process.initialize(), nonfinite)
       mean_state, center = state[0], state[1]
       for _ in range(self._num_iterations):
         residual = tff.federated_map(clipped_residual, (value, tff.federated_broadcast(center)))
@@ -146,7 +129,7 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
         mean_state = output.state
         center = tff.federated_map(step, (center, output.result))
       clipped = count_process.next(count_process.initialize(), residual[1])
-      center = tff.federated_map(finite_or_zeros, center)
+      center = widening.narrow_or_zeros_if_nonfinite_at_server(center, wide_type)
       measurements = collections.OrderedDict(
           secure_average_calls=tff.federated_value(self._num_iterations, tff.SERVER),
           clipped_count=clipped.result,
@@ -155,7 +138,7 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
       )
       return tff.templates.MeasuredProcessOutput(
           state=tff.federated_zip((mean_state, center)),
-          result=tff.federated_map(narrow_or_zeros_if_nonfinite, center),
+          result=widening.narrow_or_zeros_if_nonfinite_at_server(center, value_type),
           measurements=tff.federated_zip(measurements),
       )
 

@@ -101,19 +101,15 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
     self._sum_factory = sum_factory
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-    type_checks.check_value_type(value_type)
-    type_checks.check_weight_type(weight_type)
+    # Computed in float32 or wider (`widening`): a_k x_k and the sums overflow float16 long before float32.
+    wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
+    weight_dtype = wide_weight_type.dtype
     norm, delta, solver, tolerance = self._norm, self._delta, self._solver, self._tolerance
     coordinate_weights = solver == 'irls' and norm == 'l1'
-    # Computed in float32 or wider (`widening`): a_k x_k and the sums overflow float16 long before float32.
-    wide_type = widening.wide_value_type(value_type)
-    weight_dtype = widening.scalar_dtype(value_type, weight_type)
-    wide_weight_type = tff.TensorType(weight_dtype)
     mean_summand_type = tff.StructType([wide_type, wide_weight_type])
     step_summand_type = tff.StructType([wide_type, wide_type]) if coordinate_weights else mean_summand_type
     mean_sum = self._sum_factory.create(mean_summand_type)
     step_sum = self._sum_factory.create(step_summand_type)
-    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
 
     def times(scalar, tensor):
       return tf.cast(scalar, tensor.dtype) * tensor
@@ -185,14 +181,9 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((mean_sum.initialize(), step_sum.initialize()))
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
-      value, weight = sanitized[0], sanitized[1]
+      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
       mean_output = mean_sum.next(state[0], tff.federated_map(weighted_value, (value, weight)))
       center = tff.federated_map(weighted_mean, mean_output.result)
       step_state = state[1]
@@ -211,7 +202,7 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
           iterations=iterations,
           converged=converged,
           step_norm=step_norm,
-          num_nonfinite_clients=tff.federated_sum(sanitized[2]),
+          num_nonfinite_clients=tff.federated_sum(nonfinite),
       )
       return tff.templates.MeasuredProcessOutput(
           state=tff.federated_zip((mean_output.state, step_state)),

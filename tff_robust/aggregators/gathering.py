@@ -68,18 +68,93 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
-    leaf_types = widening.leaf_types(value_type)
-    sizes = [int(np.prod(t.shape, dtype=np.int64)) for t in leaf_types]
-    dimension = sum(sizes)
-    dtype = widening.scalar_dtype(value_type, weight_type)
-    gathered_type = (tff.TensorType(dtype, [None, dimension]), tff.TensorType(dtype, [None]))
-    row_type = (tff.TensorType(dtype, [dimension]), tff.TensorType(dtype))
+    rows = FlatRows(value_type, weight_type)
     rule, accepts = self._rule, self._accepts
 
-    @tff.tensorflow.computation(value_type, weight_type)
+    @tff.tensorflow.computation(rows.gathered_type)
+    def apply_rule(gathered):
+      vector, usable, num_used, enough = apply_to_usable_rows(rule, accepts, *gathered)
+      measurements = collections.OrderedDict(
+          num_nonfinite_clients=tf.reduce_sum(tf.cast(tf.logical_not(usable), tf.int32)),
+          num_clients_used=num_used,
+          insufficient_clients=tf.cast(tf.logical_not(enough), tf.int32),
+      )
+      leaves = widening.leaves(rows.unflatten(vector), value_type)
+      leaves = [tf.where(tf.math.is_finite(leaf), leaf, tf.zeros_like(leaf)) for leaf in leaves]
+      return widening.pack(value_type, iter(leaves)), measurements
+
+    @tff.federated_computation()
+    def init_fn():
+      return tff.federated_value((), tff.SERVER)
+
+    @tff.federated_computation(
+        init_fn.type_signature.result,
+        tff.FederatedType(value_type, tff.CLIENTS),
+        tff.FederatedType(weight_type, tff.CLIENTS),
+    )
+    def next_fn(state, value, weight):
+      output = tff.federated_map(apply_rule, rows.gather(value, weight))
+      return tff.templates.MeasuredProcessOutput(state=state, result=output[0], measurements=output[1])
+
+    return tff.templates.AggregationProcess(init_fn, next_fn)
+
+
+def usable_rows(rows, weights):
+  """TensorFlow: the bool [m] mask of the rows that are finite and have a finite weight > 0."""
+  usable = tf.reduce_all(tf.math.is_finite(rows), axis=1)
+  return tf.logical_and(usable, tf.logical_and(tf.math.is_finite(weights), weights > 0))
+
+
+def apply_to_usable_rows(rule, accepts, rows, weights):
+  """TensorFlow: `rule` over the usable rows (`usable_rows`), or zeros if `accepts` refuses their number.
+
+  Returns (the rule's vector, the usable mask, the number of usable rows, whether `accepts` took that number).
+  `GatheringRobustFactory` runs this at the server; the defences' stacked rules run it on stacked points.
+  """
+  usable = usable_rows(rows, weights)
+  rows, weights = tf.boolean_mask(rows, usable), tf.boolean_mask(weights, usable)
+  num_used = tf.shape(rows)[0]
+  enough = accepts(num_used)
+  vector = tf.cond(enough, lambda: rule(rows, weights), lambda: tf.zeros(tf.shape(rows)[1:], rows.dtype))
+  return tf.ensure_shape(vector, rows.shape[1:]), usable, num_used, enough
+
+
+class FlatRows:
+  """Client values of `value_type` as flat vectors of `widening.scalar_dtype`, gathered at the server.
+
+  `gather(value, weight)` (federated) appends every client's (vector, weight) to a server-placed
+  (rows [m, d], weights [m]) with `tff.federated_aggregate`: NOT secure. `flatten` and `unflatten` are the
+  TensorFlow conversions (leaves in `widening.leaves` order), `unflatten` casting back to the value's
+  dtypes.
+  """
+
+  def __init__(self, value_type, weight_type):
+    self.value_type = value_type
+    self.leaf_types = widening.leaf_types(value_type)
+    self.sizes = [int(np.prod(t.shape, dtype=np.int64)) for t in self.leaf_types]
+    self.dimension = sum(self.sizes)
+    self.dtype = widening.scalar_dtype(value_type, weight_type)
+    self.gathered_type = (tff.TensorType(self.dtype, [None, self.dimension]), tff.TensorType(self.dtype, [None]))
+    self.row_type = (tff.TensorType(self.dtype, [self.dimension]), tff.TensorType(self.dtype))
+    self._weight_type = weight_type
+
+  def flatten(self, value):
+    """TensorFlow: the value's leaves concatenated into one vector [d] of `dtype`."""
+    return tf.concat([tf.reshape(tf.cast(t, self.dtype), [-1]) for t in widening.leaves(value, self.value_type)], 0)
+
+  def unflatten(self, vector):
+    """TensorFlow: a vector [d] back to `value_type` (its shapes, dtypes and containers)."""
+    return widening.pack(self.value_type, iter([
+        tf.cast(tf.reshape(piece, t.shape), t.dtype) for piece, t in zip(tf.split(vector, self.sizes), self.leaf_types)
+    ]))
+
+  def gather(self, value, weight):
+    """Federated: every client's (flat value, weight) gathered at the server as (rows [m, d], weights [m])."""
+    dimension, dtype, gathered_type, row_type = self.dimension, self.dtype, self.gathered_type, self.row_type
+
+    @tff.tensorflow.computation(self.value_type, self._weight_type)
     def flatten(value, weight):
-      vector = tf.concat([tf.reshape(tf.cast(t, dtype), [-1]) for t in widening.leaves(value, value_type)], 0)
-      return vector, tf.cast(weight, dtype)
+      return self.flatten(value), tf.cast(weight, dtype)
 
     @tff.tensorflow.computation
     def empty():
@@ -100,41 +175,4 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
     def report(gathered):
       return gathered
 
-    @tff.tensorflow.computation(gathered_type)
-    def apply_rule(gathered):
-      rows, weights = gathered
-      usable = tf.reduce_all(tf.math.is_finite(rows), axis=1)
-      usable = tf.logical_and(usable, tf.logical_and(tf.math.is_finite(weights), weights > 0))
-      rows, weights = tf.boolean_mask(rows, usable), tf.boolean_mask(weights, usable)
-      enough = accepts(tf.shape(rows)[0])
-      vector = tf.cond(enough, lambda: rule(rows, weights), lambda: tf.zeros([dimension], dtype))
-      leaves = [
-          tf.cast(tf.reshape(piece, t.shape), t.dtype)
-          for piece, t in zip(tf.split(vector, sizes), leaf_types)
-      ]
-      leaves = [tf.where(tf.math.is_finite(leaf), leaf, tf.zeros_like(leaf)) for leaf in leaves]
-      measurements = collections.OrderedDict(
-          num_nonfinite_clients=tf.reduce_sum(tf.cast(tf.logical_not(usable), tf.int32)),
-          num_clients_used=tf.shape(rows)[0],
-          insufficient_clients=tf.cast(tf.logical_not(enough), tf.int32),
-      )
-      return widening.pack(value_type, iter(leaves)), measurements
-
-    @tff.federated_computation()
-    def init_fn():
-      return tff.federated_value((), tff.SERVER)
-
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
-    def next_fn(state, value, weight):
-      gathered = tff.federated_aggregate(
-          tff.federated_map(flatten, (value, weight)), empty(), append, merge, report
-      )
-      output = tff.federated_map(apply_rule, gathered)
-      return tff.templates.MeasuredProcessOutput(state=state, result=output[0], measurements=output[1])
-
-    return tff.templates.AggregationProcess(init_fn, next_fn)
-
+    return tff.federated_aggregate(tff.federated_map(flatten, (value, weight)), empty(), append, merge, report)

@@ -108,12 +108,9 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-    type_checks.check_value_type(value_type)
-    type_checks.check_weight_type(weight_type)
     # Computed in float32 or wider (`widening`): the Weiszfeld weights reach alpha / nu (1e6 by default).
-    wide_type = widening.wide_value_type(value_type)
-    weight_dtype = widening.scalar_dtype(value_type, weight_type)
-    wide_weight_type = tff.TensorType(weight_dtype)
+    wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
+    weight_dtype = wide_weight_type.dtype
     mean_process = self._mean_factory.create(wide_type, wide_weight_type)
     objective_process = self._mean_factory.create(wide_weight_type, wide_weight_type)
     count_process = self._count_factory.create(tff.TensorType(np.int32))
@@ -126,8 +123,6 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       beta = weight / tf.maximum(tf.constant(smoothing, weight_dtype), distance)
       return beta, tf.where(weight > 0, distance, tf.zeros_like(distance))
 
-    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
-
     @tff.tensorflow.computation(wide_type, wide_weight_type, wide_type)
     def weiszfeld_weight_at(value, weight, center):
       return weiszfeld_weight(value, weight, center)
@@ -136,22 +131,13 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     def weiszfeld_weight_at_origin(value, weight):
       return weiszfeld_weight(value, weight, tf.nest.map_structure(tf.zeros_like, value))
 
-    @tff.tensorflow.computation(wide_type)
-    def narrow_or_zeros_if_nonfinite(center):
-      return widening.narrow_or_zeros_if_nonfinite(center, value_type)
-
     @tff.federated_computation()
     def init_fn():
       return mean_process.initialize()
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
-      value, weight, nonfinite = sanitized[0], sanitized[1], sanitized[2]
+      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
       mean_state, objective_state = state, objective_process.initialize()
       count = count_process.next(count_process.initialize(), nonfinite)
 
@@ -181,7 +167,7 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       )
       return tff.templates.MeasuredProcessOutput(
           state=mean_state,
-          result=tff.federated_map(narrow_or_zeros_if_nonfinite, center),
+          result=widening.narrow_or_zeros_if_nonfinite_at_server(center, value_type),
           measurements=tff.federated_zip(measurements),
       )
 

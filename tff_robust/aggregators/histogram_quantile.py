@@ -97,8 +97,6 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
       t = tf.concat([t[:-1], high[tf.newaxis]], axis=0)
       return t, tf.sinh(t)
 
-    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
-
     @tff.tensorflow.computation(widening.wide_value_type(value_type), range_type)
     def indicators(value, t_range):
       """(1, [x_k < e_0], ..., [x_k < e_B])."""
@@ -127,14 +125,9 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
     def init_fn():
       return mean_process.initialize()
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
-      value, weight = sanitized[0], sanitized[1]
+      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
       t_range = tff.federated_value(np.asarray([-limit, limit], dtype), tff.SERVER)
       for _ in range(num_passes):
         client_indicators = tff.federated_map(indicators, (value, tff.federated_broadcast(t_range)))
@@ -146,7 +139,7 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
           secure_average_calls=tff.federated_value(num_passes, tff.SERVER),
           tolerance=tff.federated_value(np.zeros([], dtype), tff.SERVER),
           bin_width=bin_width,
-          num_nonfinite_clients=count_process.next(count_process.initialize(), sanitized[2]).result,
+          num_nonfinite_clients=count_process.next(count_process.initialize(), nonfinite).result,
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(

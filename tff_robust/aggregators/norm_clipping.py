@@ -14,9 +14,11 @@ arithmetic is float32 or wider (`widening`).
 import collections
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import call_counts
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -33,14 +35,24 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
   float64), weights are float32 (float64 with float64 values or weights), and the result has the value's
   dtypes (`widening`); `mean_factory` is created for those widened types.
 
+  `mean_factory` may be any weighted factory, e.g. a robust rule: clipping is then the static pre-aggregation
+  clipping of robust-FL frameworks (ByzFL's `Clipping`) before that rule.
+
   Measurements:
+    - `secure_average_calls`: those of `mean_factory`'s process (1 if it reports none: a mean).
     - `clipped_count`: clients whose update had norm above `clipping_norm`.
     - `num_nonfinite_clients`: clients whose value or weight was not finite.
     - `mean`: measurements of the inner weighted-mean call.
+
+  Secure aggregation: a `mean_factory` of secure sums (every clipped entry lies in [-C, C]) and
+  `count_factory=tff.aggregators.SecureSumFactory(1, 0)`.
   """
 
   def __init__(
-      self, clipping_norm: float, mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None
+      self,
+      clipping_norm: float,
+      mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+      count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
   ):
     """Initializes the factory.
 
@@ -48,21 +60,21 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
       clipping_norm: the bound C > 0 on each client update's L2 norm.
       mean_factory: a `tff.aggregators.WeightedAggregationFactory` for the mean of the clipped updates;
         defaults to `tff.aggregators.MeanFactory(no_nan_division=True)`.
+      count_factory: a `tff.aggregators.UnweightedAggregationFactory` summing the int32 0/1 clipped and
+        non-finite flags; defaults to `tff.aggregators.SumFactory()`.
 
     Raises:
-      TypeError: if `mean_factory` is not a `WeightedAggregationFactory`.
+      TypeError: if a factory has the wrong type.
       ValueError: if `clipping_norm` is not a finite number > 0.
     """
     self._clipping_norm = type_checks.check_number('clipping_norm', clipping_norm, minimum=0.0, strict=True)
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
+    self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
-    type_checks.check_value_type(value_type)
-    type_checks.check_weight_type(weight_type)
-    wide_type = widening.wide_value_type(value_type)
-    wide_weight_type = tff.TensorType(widening.scalar_dtype(value_type, weight_type))
+    wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     mean_process = self._mean_factory.create(wide_type, wide_weight_type)
-    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
+    count_process = self._count_factory.create(tff.TensorType(np.int32))
     clipping_norm = self._clipping_norm
 
     @tff.tensorflow.computation(wide_type)
@@ -73,31 +85,24 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
       clipped = tf.nest.map_structure(lambda tensor: tf.cast(factor, tensor.dtype) * tensor, value)
       return clipped, tf.cast(norm > clipping_norm, tf.int32)
 
-    @tff.tensorflow.computation(wide_type)
-    def narrow_or_zeros_if_nonfinite(mean):
-      return widening.narrow_or_zeros_if_nonfinite(mean, value_type)
-
     @tff.federated_computation()
     def init_fn():
       return mean_process.initialize()
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
-      clipped, was_clipped = tff.federated_map(clip, sanitized[0])
-      output = mean_process.next(state, clipped, sanitized[1])
+      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+      clipped, was_clipped = tff.federated_map(clip, value)
+      output = mean_process.next(state, clipped, weight)
       measurements = collections.OrderedDict(
-          clipped_count=tff.federated_sum(was_clipped),
-          num_nonfinite_clients=tff.federated_sum(sanitized[2]),
+          secure_average_calls=call_counts.total_calls((output.measurements, mean_process)),
+          clipped_count=count_process.next(count_process.initialize(), was_clipped).result,
+          num_nonfinite_clients=count_process.next(count_process.initialize(), nonfinite).result,
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(
           state=output.state,
-          result=tff.federated_map(narrow_or_zeros_if_nonfinite, output.result),
+          result=widening.narrow_or_zeros_if_nonfinite_at_server(output.result, value_type),
           measurements=tff.federated_zip(measurements),
       )
 

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import call_counts
 from tff_robust.aggregators import histogram_quantile
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -115,18 +116,11 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
       kept_value = tf.nest.map_structure(lambda t: tf.where(keep, t, tf.zeros_like(t)), value)
       return kept_value, tf.where(keep, weight, tf.zeros_like(weight)), tf.cast(tf.logical_not(keep), tf.int32)
 
-    inner_names = tff.structure.name_list(inner_process.next.type_signature.result.measurements.member)
-    quantile_names = tff.structure.name_list(quantile_process.next.type_signature.result.measurements.member)
-
     @tff.federated_computation()
     def init_fn():
       return tff.federated_zip((quantile_process.initialize(), inner_process.initialize()))
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
       norms = tff.federated_map(norm, value)
       quantile = quantile_process.next(state[0], norms, weight)
@@ -135,8 +129,8 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
       dropped = count_process.next(count_process.initialize(), kept[2])
       inner = inner_process.next(state[1], kept[0], kept[1])
       measurements = collections.OrderedDict(
-          secure_average_calls=_total_calls(
-              (quantile.measurements, quantile_names), (inner.measurements, inner_names)
+          secure_average_calls=call_counts.total_calls(
+              (quantile.measurements, quantile_process), (inner.measurements, inner_process)
           ),
           threshold=threshold,
           num_dropped_clients=dropped.result,
@@ -150,18 +144,3 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
 
     return tff.templates.AggregationProcess(init_fn, next_fn)
 
-
-def _total_calls(*measurements_and_names):
-  """The sum of each process's `secure_average_calls` (1 for a process that reports none: a mean)."""
-  calls = [
-      measurements['secure_average_calls'] if 'secure_average_calls' in names
-      else tff.federated_value(np.int32(1), tff.SERVER)
-      for measurements, names in measurements_and_names
-  ]
-  dtypes = [c.type_signature.member.dtype for c in calls]
-  add = tff.tensorflow.computation(
-      lambda counts: tf.add_n([tf.cast(c, tf.int32) for c in counts]), tff.StructType(
-          [tff.TensorType(d) for d in dtypes]
-      )
-  )
-  return tff.federated_map(add, tff.federated_zip(tuple(calls)))

@@ -132,8 +132,6 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       scale = tf.maximum(tf.abs(estimate), distance)
       return tf.maximum(tf.constant(superquantile.MIN_SMOOTHING, dtype), relative_smoothing * scale)
 
-    widen_and_drop_nonfinite = widening.build_widen_and_drop_nonfinite(value_type, weight_type)
-
     @tff.tensorflow.computation(widening.wide_value_type(value_type), pair_type)
     def mm_terms(value, estimate_and_guard):
       """(x_k / e_k, 1 / e_k, |x_k - mu_t|) with e_k = max(nu_t, |x_k - mu_t|)."""
@@ -169,14 +167,9 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
           distance=tff.federated_value(np.zeros([], dtype), tff.SERVER),
       ))
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
-      sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
-      value, weight = sanitized[0], sanitized[1]
+      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
       mean_state, estimate, distance = state.mean, state.estimate, state.distance
       for _ in range(num_passes):
         smoothing = tff.federated_map(guard, (estimate, distance))
@@ -187,7 +180,7 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       measurements = collections.OrderedDict(
           secure_average_calls=tff.federated_value(num_passes, tff.SERVER),
           tolerance=tff.federated_map(guard, (estimate, distance)),
-          num_nonfinite_clients=count_process.next(count_process.initialize(), sanitized[2]).result,
+          num_nonfinite_clients=count_process.next(count_process.initialize(), nonfinite).result,
           mean=output.measurements,
       )
       return tff.templates.MeasuredProcessOutput(

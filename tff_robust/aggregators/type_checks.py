@@ -79,6 +79,13 @@ def sum_factory_or_default(sum_factory, name: str = 'sum_factory'):
   return sum_factory
 
 
+def weighted_factory(name: str, factory):
+  """`factory`, if it is a `tff.aggregators.WeightedAggregationFactory`; else TypeError naming `name`."""
+  if not isinstance(factory, tff.aggregators.WeightedAggregationFactory):
+    raise TypeError(f'{name} must be a tff.aggregators.WeightedAggregationFactory, got {factory!r}')
+  return factory
+
+
 def mean_factory_or_default(mean_factory):
   """`mean_factory`, or an exact weighted mean that returns 0 (not NaN) when no weight is positive.
 

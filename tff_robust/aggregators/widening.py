@@ -23,6 +23,7 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import structure_math
+from tff_robust.aggregators import type_checks
 
 def leaf_types(type_spec) -> list:
   """The tensor types of a tensor type or (nested) struct type, in the order of its elements."""
@@ -78,6 +79,17 @@ def _with_dtype(value_type, dtype):
   return tff.StructWithPythonType(elements, container)
 
 
+def checked_wide_types(value_type, weight_type):
+  """(`wide_value_type(value_type)`, the scalar `scalar_dtype` weight type) after checking both types.
+
+  Raises TypeError (`type_checks`) unless `value_type` is a floating tensor or structure of them and
+  `weight_type` a real scalar: the types `tff.aggregators.MeanFactory` takes.
+  """
+  type_checks.check_value_type(value_type)
+  type_checks.check_weight_type(weight_type)
+  return wide_value_type(value_type), tff.TensorType(scalar_dtype(value_type, weight_type))
+
+
 def scalar_dtype(value_type, weight_type) -> np.dtype:
   """float64 if a tensor of `value_type` or the weight is float64, else float32."""
   if np.dtype(weight_type.dtype) == np.float64:
@@ -121,3 +133,32 @@ def build_widen_and_drop_nonfinite(value_type, weight_type) -> tff.tensorflow.co
     return wide, weight, tf.cast(left_out, tf.int32)
 
   return widen_and_drop_nonfinite
+
+
+def weighted_next_computation(init_fn, value_type, weight_type):
+  """The decorator of a weighted factory's `next_fn`: a federated computation of
+  (state of `init_fn`'s result type, `value_type`@CLIENTS, `weight_type`@CLIENTS), as in TFF's `MeanFactory`."""
+  return tff.federated_computation(
+      init_fn.type_signature.result,
+      tff.FederatedType(value_type, tff.CLIENTS),
+      tff.FederatedType(weight_type, tff.CLIENTS),
+  )
+
+
+def widen_and_drop_nonfinite_at_clients(value, weight):
+  """Federated: the prologue of every weighted factory's `next_fn`, on client-placed `value` and `weight`.
+
+  Maps `build_widen_and_drop_nonfinite` of their member types over the clients and returns the three parts at
+  the clients: (wide value, weight as `scalar_dtype`, int32 0/1 non-finite flag).
+  """
+  widen = build_widen_and_drop_nonfinite(value.type_signature.member, weight.type_signature.member)
+  sanitized = tff.federated_map(widen, (value, weight))
+  return sanitized[0], sanitized[1], sanitized[2]
+
+
+def narrow_or_zeros_if_nonfinite_at_server(wide_value, value_type):
+  """Federated: `narrow_or_zeros_if_nonfinite` of a server-placed wide value, the factories' last step."""
+  narrow_at_server = tff.tensorflow.computation(
+      lambda wide: narrow_or_zeros_if_nonfinite(wide, value_type), wide_value.type_signature.member
+  )
+  return tff.federated_map(narrow_at_server, wide_value)

@@ -10,6 +10,13 @@ ALGORITHM_NAMES = (
     'fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only', 'fedprox',
     'mtfeel', 'fedsgd', 'signsgd',
 )
+# Algorithms that are FedAvg's model-delta process with a defence of the registry as aggregator
+# (`tff_robust.aggregators.defences`): each name is an alias of a chain (`algorithms.defence_spec`); `--defence`
+# replaces the chain of `fedavg`.
+DEFENCE_ALGORITHM_NAMES = (
+    'fedavg', 'rfa', 'rfa_one_step', 'coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping',
+    'bucketing_rfa', 'centered_clipping', 'filtered_centered_clipping',
+)
 # Algorithms whose clients keep a state between rounds (`StatefulClientProcess`).
 STATEFUL_ALGORITHM_NAMES = ('fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa', 'local_only')
 # Algorithms in which every device takes part in every round, knowing its index (`IndexedClientsProcess`).

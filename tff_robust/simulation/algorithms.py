@@ -5,13 +5,10 @@ from typing import Any, Mapping, Optional, Union
 
 import tensorflow_federated as tff
 
-from tff_robust.aggregators import baselines
-from tff_robust.aggregators import bucketing
-from tff_robust.aggregators import centered_clipping
 from tff_robust.aggregators import channels
-from tff_robust.aggregators import gathering
+from tff_robust.aggregators import defences
 from tff_robust.aggregators import delta_median
-from tff_robust.aggregators import norm_filter
+from tff_robust.aggregators import gathering
 from tff_robust.processes import composition
 from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
@@ -27,6 +24,7 @@ from tff_robust.simulation import update_corruption_process
 
 # The names live in `algorithm_names` (no TensorFlow import, for the runner's flags).
 ALGORITHM_NAMES = algorithm_names.ALGORITHM_NAMES
+DEFENCE_ALGORITHM_NAMES = algorithm_names.DEFENCE_ALGORITHM_NAMES
 STATEFUL_ALGORITHM_NAMES = algorithm_names.STATEFUL_ALGORITHM_NAMES
 INDEXED_ALGORITHM_NAMES = algorithm_names.INDEXED_ALGORITHM_NAMES
 FULL_GRADIENT_ALGORITHM_NAMES = algorithm_names.FULL_GRADIENT_ALGORITHM_NAMES
@@ -71,6 +69,7 @@ class AlgorithmConfig:
   dde_steps: int = 20
   dde_learning_rate: float = 0.01
   dde_output: str = 'last'
+  defence: Optional[str] = None  # a defence spec replacing fedavg's aggregator (`tff_robust.aggregators.defences`)
 
   def create_channel(self) -> channels.Channel:
     """The uplink of the sign-based algorithms (mtfeel, signsgd)."""
@@ -80,45 +79,37 @@ class AlgorithmConfig:
     )
 
 
+def defence_spec(name: str, config: AlgorithmConfig) -> str:
+  """The defence chain (`tff_robust.aggregators.defences`) that algorithm `name`, one of `DEFENCE_ALGORITHM_NAMES`,
+  is an alias of, with the config's parameters (`--defence` replaces it for `fedavg`)."""
+  gm = f'gm(passes={config.rfa_num_passes},nu={config.rfa_smoothing!r})'
+  centered = f'centered_clipping(tau={config.centered_clipping_radius!r},iters={config.centered_clipping_iterations})'
+  return {
+      'fedavg': 'mean',
+      'rfa': gm,  # `build_rfa_process`'s aggregator
+      'rfa_one_step': f'gm(passes=1,nu={config.rfa_smoothing!r},init=zero)',
+      'coordinate_median': 'median',
+      'trimmed_mean': f'trimmed_mean(beta={config.trim_fraction!r})',
+      'multi_krum': f'krum(f={config.num_byzantine},select={config.num_selected or 0})',
+      'bulyan': f'bulyan(f={config.num_byzantine})',
+      'norm_clipping': f'clipping(c={config.clipping_norm!r})>mean',
+      'bucketing_rfa': f'bucketing(s={config.bucket_size})>{gm}',
+      'centered_clipping': centered,
+      'filtered_centered_clipping': f'norm_filter(k={config.norm_filter_multiplier!r})>{centered}',
+  }[name]
+
+
 def model_aggregator(
     name: str, config: AlgorithmConfig, clients_per_round: Optional[int] = None
 ) -> Optional[tff.aggregators.WeightedAggregationFactory]:
   """The server aggregation of algorithm `name` (None for the sign-vote algorithms, which build their own).
 
-  `bucketing_rfa` needs `clients_per_round`: its stacked bucket sums have ceil(clients_per_round / s) rows.
+  The `DEFENCE_ALGORITHM_NAMES` build their chain of the defence registry (`defence_spec`; `config.defence` for
+  `fedavg` if set) with f = `config.num_byzantine`. Chains with bucketing or ARC need `clients_per_round`.
   """
-  if name == 'fedavg':
-    return tff.aggregators.MeanFactory()
-  if name == 'rfa':
-    return rfa.rfa_aggregator(num_passes=config.rfa_num_passes, smoothing=config.rfa_smoothing)
-  if name == 'rfa_one_step':
-    return rfa.rfa_aggregator(smoothing=config.rfa_smoothing, one_step=True)
-  if name == 'coordinate_median':
-    return baselines.coordinate_median_factory()
-  if name == 'trimmed_mean':
-    return baselines.trimmed_mean_factory(config.trim_fraction)
-  if name == 'multi_krum':
-    return baselines.multi_krum_factory(config.num_byzantine, config.num_selected)
-  if name == 'bulyan':
-    return baselines.bulyan_factory(config.num_byzantine)
-  if name == 'norm_clipping':
-    return baselines.norm_clipping_factory(config.clipping_norm)
-  if name == 'bucketing_rfa':
-    if clients_per_round is None:
-      raise ValueError('bucketing_rfa needs clients_per_round (the rows of its stacked bucket sums)')
-    return bucketing.BucketingFactory(
-        rfa.rfa_aggregator(num_passes=config.rfa_num_passes, smoothing=config.rfa_smoothing),
-        bucket_size=config.bucket_size, max_clients=clients_per_round,
-    )
-  if name == 'centered_clipping':
-    return centered_clipping.CenteredClippingFactory(
-        config.centered_clipping_radius, config.centered_clipping_iterations
-    )
-  if name == 'filtered_centered_clipping':
-    return norm_filter.NormFilterFactory(
-        centered_clipping.CenteredClippingFactory(config.centered_clipping_radius, config.centered_clipping_iterations),
-        config.norm_filter_multiplier,
-    )
+  if name in DEFENCE_ALGORITHM_NAMES:
+    spec = config.defence if config.defence is not None else defence_spec(name, config)
+    return defences.build_factory(spec, clients_per_round=clients_per_round, num_byzantine=config.num_byzantine)
   if name in ('delta_fl', 'local_only', 'fedsgd', 'fedprox'):
     return tff.aggregators.MeanFactory(no_nan_division=True)
   if name.startswith('fedplus_'):
@@ -143,9 +134,12 @@ def check_settings(
   name, a cohort of `clients_per_round` too small for a gather-based rule, an update attack on an algorithm
   whose client work has no corruption flag (`delta_fl`, `fedsgd`, `fedprox`, the stateful and sign-vote
   algorithms), a FedProx step that overshoots (client_learning_rate * fedprox_mu >= 1), a
-  sign-vote algorithm without `clients_per_round`, the channel's parameters, and a personal learning rate
-  outside [0, inf) or for an algorithm other than `personalized_rfa`.
+  sign-vote algorithm without `clients_per_round`, the channel's parameters, a personal learning rate
+  outside [0, inf) or for an algorithm other than `personalized_rfa`, and a `config.defence` (a spec the registry
+  refuses, or one given to an algorithm other than `fedavg`).
   """
+  if config.defence is not None and name != 'fedavg':
+    raise ValueError(f'a defence ({config.defence!r}) is the aggregator of fedavg; {name} has its own')
   aggregator = model_aggregator(name, config, clients_per_round)
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
     try:
@@ -187,14 +181,13 @@ def build_learning_process(
            indexed_clients.IndexedClientsProcess]:
   """Builds algorithm `name` with client and server SGD.
 
-  `fedavg`, `rfa`, `rfa_one_step`, the gather-based baselines, norm clipping, `bucketing_rfa` (RFA's
-  geometric median over the means of random buckets of `bucket_size` clients, `BucketingFactory`) and
-  `centered_clipping` (`CenteredClippingFactory` with `centered_clipping_radius` and
-  `centered_clipping_iterations`) and `filtered_centered_clipping` (the same after `NormFilterFactory`: clients
-  whose update norm exceeds `norm_filter_multiplier` times the cohort's secure median norm drop out) are
-  `composition.build_fed_avg_process` (`build_weighted_fed_avg` that also counts non-finite client updates)
-  with the algorithm's aggregator; `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`,
-  the aggregator of `build_rfa_process`, so they are that process. With `update_attack`
+  The `DEFENCE_ALGORITHM_NAMES` (`fedavg`, `rfa`, `rfa_one_step`, the gather-based baselines, norm clipping,
+  `bucketing_rfa`, `centered_clipping`, `filtered_centered_clipping`) are `composition.build_fed_avg_process`
+  (`build_weighted_fed_avg` that also counts non-finite client updates) with the factory of their defence chain
+  (`defence_spec`: e.g. `bucketing_rfa` is `bucketing(s=bucket_size)>gm`, `filtered_centered_clipping` is
+  `norm_filter(k=norm_filter_multiplier)>centered_clipping(tau=centered_clipping_radius,
+  iters=centered_clipping_iterations)`), or `fedavg` with `config.defence`; `rfa` is the aggregator of
+  `build_rfa_process` (`rfa.rfa_aggregator`), so it is that process. With `update_attack`
   (`update_corruption.ATTACKS`) the process takes `(dataset, flag dataset)` per client and poisons the
   flagged clients' updates before the aggregator (`update_corruption_process`); `attack_options` are the
   attack's keyword arguments there (`alie_z`, `ipm_epsilon`).

@@ -1,0 +1,87 @@
+"""The defence registry's spec syntax, its refusals and its secure flags (no TensorFlow needed)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tff_robust.aggregators import defences
+from tff_robust.aggregators.defences import registry
+
+
+@pytest.mark.parametrize('spec,canonical', [
+    ('arc>gm', 'arc>gm'),
+    (' bucketing( s = 2 ) > centered_clipping(tau=0.3,iters=3) ', 'bucketing(s=2)>centered_clipping(tau=0.3,iters=3)'),
+    ('norm_filter(k=1.5)>centered_clipping(tau=0.3)', 'norm_filter(k=1.5)>centered_clipping(tau=0.3)'),
+    ('nnm>krum', 'nnm>krum'),
+    ('gm(init=zero,passes=1,nu=1e-6)', 'gm(passes=1,nu=1e-06,init=zero)'),
+    ('clipping(c=2)>arc(f=1)>nnm(f=1)>bucketing(s=3)>median',
+     'clipping(c=2.0)>arc(f=1)>nnm(f=1)>bucketing(s=3)>median'),
+])
+def test_specs_parse_and_print_canonically(spec, canonical):
+  chain = defences.parse(spec)
+  assert str(chain) == canonical
+  assert defences.parse(str(chain)) == chain  # the canonical spec parses back to the same chain
+
+
+def test_the_names_split_into_pre_aggregators_and_rules():
+  assert set(defences.PRE_AGGREGATOR_NAMES) == {'clipping', 'arc', 'nnm', 'bucketing', 'norm_filter'}
+  assert set(defences.RULE_NAMES) == {'mean', 'gm', 'centered_clipping', 'median', 'trimmed_mean', 'krum', 'bulyan'}
+
+
+@pytest.mark.parametrize('spec,secure', [
+    ('mean', True), ('gm', True), ('centered_clipping', True), ('arc>gm', True),
+    ('clipping>bucketing>norm_filter>centered_clipping', True), ('nnm>gm', False), ('arc>median', False),
+    ('trimmed_mean', False), ('krum', False), ('bulyan', False),
+])
+def test_a_chain_is_secure_when_every_part_is(spec, secure):
+  assert defences.is_secure(spec) is secure
+  assert registry.non_secure_components(spec) == [
+      c.name for c in defences.parse(spec).components if c.name in ('nnm', 'median', 'trimmed_mean', 'krum', 'bulyan')
+  ]
+
+
+@pytest.mark.parametrize('spec,message', [
+    ('', 'non-empty'),
+    ('foo>gm', "unknown component 'foo'.*pre-aggregators: .*arc.*rules: .*gm"),
+    ('arc', 'must end with a rule'),
+    ('gm>mean', 'gm is a rule and must come last'),
+    ('gm(passes=0)', r'gm\(passes=0\): passes must be an integer >= 1'),
+    ('gm(passes=2.5)', 'passes must be an integer'),
+    ('gm(smoothing=1)', 'gm takes passes, nu, init'),
+    ('gm(init=median)', 'init must be one of mean, zero'),
+    ('centered_clipping(tau=nan)', 'tau must be a finite number > 0'),
+    ('centered_clipping(tau=0.3,tau=0.5)', 'sets tau twice'),
+    ('trimmed_mean(beta=0.5)', 'beta must be a finite number >= 0 and < 0.5'),
+    ('gm(passes)', 'param=value'),
+    ('arc>>gm', 'cannot read'),
+    ('bucketing>krum', 'krum cannot follow bucketing.*counts clients'),
+    ('bucketing>arc>gm', 'arc cannot follow bucketing'),
+    ('bucketing(s=2)>nnm>mean', 'nnm cannot follow bucketing'),
+])
+def test_bad_specs_are_refused_naming_the_part(spec, message):
+  with pytest.raises(ValueError, match=message):
+    defences.parse(spec)
+
+
+def test_rules_of_the_weighted_distribution_may_follow_bucketing_and_counting_parts_may_precede_it():
+  for spec in ('bucketing>gm', 'bucketing>median', 'bucketing>centered_clipping', 'arc>nnm>bucketing>mean'):
+    defences.parse(spec)
+
+
+def test_defaults_of_f_and_beta_come_from_the_build():
+  krum, trimmed = defences.parse('krum').rule, defences.parse('trimmed_mean').rule
+  assert krum.arguments(clients_per_round=10, num_byzantine=3) == {'f': 3, 'select': 1}
+  assert defences.parse('krum(f=1)').rule.arguments(clients_per_round=10, num_byzantine=3)['f'] == 1
+  assert trimmed.arguments(clients_per_round=10, num_byzantine=2) == {'beta': 0.2}
+
+
+def test_a_list_of_specs_splits_on_semicolons():
+  chains = defences.parse_list('arc>gm; bucketing(s=2)>centered_clipping(tau=0.3,iters=3);')
+  assert [str(c) for c in chains] == ['arc>gm', 'bucketing(s=2)>centered_clipping(tau=0.3,iters=3)']
+
+
+def test_parsing_imports_no_tensorflow():
+  code = ('import sys; from tff_robust.aggregators import defences; defences.parse("arc>gm"); '
+          'defences.is_secure("nnm>gm"); print("tensorflow" in sys.modules)')
+  assert subprocess.run([sys.executable, '-c', code], check=True, capture_output=True, text=True).stdout == 'False\n'

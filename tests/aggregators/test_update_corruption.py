@@ -179,3 +179,36 @@ def test_bad_arguments():
     update_corruption.UpdateCorruptionFactory('gaussian', tff.aggregators.MeanFactory()).create(
         _UPDATE_TYPE, _WEIGHT_TYPE
     )
+
+
+def _seeded_gaussian_noise(leaves, seed, round_num):
+  """The documented draw: sigma * stateless_normal(seed = (seed + round, fingerprint) + (0, leaf index)), sigma the
+  std of the whole update and the fingerprint the sum of its float32 bit patterns (as int32) modulo 2^31 - 1."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  flat = np.concatenate([np.ravel(leaf) for leaf in leaves]).astype(np.float32)
+  fingerprint = int(flat.view(np.int32).astype(np.int64).sum() % 2147483647)
+  return [
+      np.std(flat) * tf.random.stateless_normal(leaf.shape, seed=[seed + round_num, fingerprint + i]).numpy()
+      for i, leaf in enumerate(leaves)
+  ]
+
+
+@pytest.mark.parametrize('mode', ['replace', 'add'])
+def test_gaussian_draw_is_pinned_to_its_seed_round_and_update(mode):
+  """Pins the Gaussian attack's exact draw (the registry must keep it): seed 5, rounds 0 and 1."""
+  process = update_corruption.UpdateCorruptionFactory(
+      'gaussian', tff.aggregators.MeanFactory(), gaussian_mode=mode, seed=5
+  ).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  updates, weights = _cohort(10)
+  flags = np.arange(8) < 3
+  values = [[[u[:4], u[4:]], bool(f)] for u, f in zip(updates, flags)]
+  state = process.initialize()
+  for round_num in range(2):
+    output = process.next(state, values, [np.float32(w) for w in weights])
+    state = output.state
+    attacked = np.asarray(updates, np.float64).copy()
+    for i in np.flatnonzero(flags):
+      noise = np.concatenate(_seeded_gaussian_noise([updates[i][:4], updates[i][4:]], 5, round_num))
+      attacked[i] = noise + (updates[i] if mode == 'add' else 0)
+    np.testing.assert_allclose(np.concatenate(output.result), weights @ attacked / weights.sum(), rtol=1e-5,
+                               atol=1e-6)

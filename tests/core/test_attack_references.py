@@ -28,18 +28,23 @@ def _squared(a, b):
   return np.sum((np.asarray(a)[:, None] - np.asarray(b)[None]) ** 2, axis=-1)
 
 
-@pytest.mark.parametrize('direction', catalog.MIN_MAX_DIRECTIONS)
-@pytest.mark.parametrize('seed', [0, 1, 2])
-def test_min_max_stays_within_the_largest_honest_pairwise_distance_and_is_the_largest_such_gamma(direction, seed):
+def _gamma_and_perturbation(objective, direction, seed):
+  """The attack x_m = mu + gamma p of `objective`, checked to lie on that line; (honest rows, mu, gamma, p)."""
   updates, weights, corrupted = _cohort(seed)
-  honest = updates[~corrupted]
-  x = perturbation_search.target(updates, weights, corrupted, 'min_max', direction, 10.0, 1e-5)
-  threshold = _squared(honest, honest).max()
-  assert _squared(x[None], honest).max() <= threshold
+  x = perturbation_search.target(updates, weights, corrupted, objective, direction, 10.0, 1e-5)
   mean, std = honest_statistics.mean_and_std(updates, weights, corrupted)
   p = directions.perturbation(direction, mean, std)
   gamma = np.dot(x - mean, p) / np.dot(p, p)
   np.testing.assert_allclose(x, mean + gamma * p, atol=1e-12)
+  return updates[~corrupted], mean, gamma, p
+
+
+@pytest.mark.parametrize('direction', catalog.MIN_MAX_DIRECTIONS)
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_min_max_stays_within_the_largest_honest_pairwise_distance_and_is_the_largest_such_gamma(direction, seed):
+  honest, mean, gamma, p = _gamma_and_perturbation('min_max', direction, seed)
+  threshold = _squared(honest, honest).max()
+  assert _squared((mean + gamma * p)[None], honest).max() <= threshold
   assert gamma > 0.1  # the search found a non-trivial gamma ...
   assert _squared((mean + (gamma + 1e-4) * p)[None], honest).max() > threshold  # ... and (nearly) the largest
 
@@ -47,14 +52,9 @@ def test_min_max_stays_within_the_largest_honest_pairwise_distance_and_is_the_la
 @pytest.mark.parametrize('direction', catalog.MIN_MAX_DIRECTIONS)
 @pytest.mark.parametrize('seed', [0, 1, 2])
 def test_min_sum_keeps_its_sum_of_squared_distances_within_the_honest_maximum(direction, seed):
-  updates, weights, corrupted = _cohort(seed)
-  honest = updates[~corrupted]
-  x = perturbation_search.target(updates, weights, corrupted, 'min_sum', direction, 10.0, 1e-5)
+  honest, mean, gamma, p = _gamma_and_perturbation('min_sum', direction, seed)
   threshold = _squared(honest, honest).sum(axis=1).max()
-  assert _squared(x[None], honest).sum() <= threshold
-  mean, std = honest_statistics.mean_and_std(updates, weights, corrupted)
-  p = directions.perturbation(direction, mean, std)
-  gamma = np.dot(x - mean, p) / np.dot(p, p)
+  assert _squared((mean + gamma * p)[None], honest).sum() <= threshold
   assert _squared((mean + (gamma + 1e-4) * p)[None], honest).sum() > threshold
 
 

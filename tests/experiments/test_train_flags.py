@@ -48,9 +48,13 @@ def _assert_one_line_refusal(result, *names):
     (('--algorithm=fedavg', '--minibatch_fraction=0.1'), ('--minibatch_fraction', '--algorithm=fedavg')),
     (('--task=digits_cohorts', '--label_concentration=100'), ('--label_concentration', 'digits_cohorts')),
     (('--gpus=first',), ('--gpus',)),
+    (('--corruption=poison',), ('--corruption', "unknown attack 'poison'")),
     (('--task=synthetic_regression', '--corruption=label_flipping'),
      ('--corruption=label_flipping', 'tasks with class labels', '--task=synthetic_regression')),
     (('unexpected',), ('positional', 'unexpected')),
+    (('--corruption=alie(q=1)',), ('--corruption', "attack 'alie'", 'parameters: z')),
+    (('--corruption=min_max(direction=up)',), ('--corruption', 'direction must be one of unit_vec, std, sign')),
+    (('--corruption=alie(z=1)', '--alie_z=2'), ('--alie_z applies to --corruption=alie', 'give z in the spec')),
 ])
 def test_a_bad_flag_is_refused_in_one_line_before_tensorflow_is_imported(tmp_path, flags, names):
   result = _run(tmp_path, *flags)
@@ -72,6 +76,7 @@ def test_an_unwritable_output_directory_is_refused_before_tensorflow_is_imported
     (('--task=digits_cohorts', '--algorithm=mtfeel', '--clients_per_round=10'),
      ('--clients_per_round', 'number of clients', '30')),
     (('--algorithm=bulyan', '--clients_per_round=5'), ('--algorithm=bulyan', 'clients_per_round=5')),
+    (('--algorithm=rfa', '--corruption=line_search'), ('--algorithm=rfa', 'no stacked rule')),
 ])
 def test_a_setting_the_task_or_the_algorithm_cannot_run_is_refused_in_one_line(tmp_path, flags, names):
   result = _run(tmp_path, *flags)
@@ -104,7 +109,7 @@ def test_the_choices_spelt_out_for_the_flags_are_the_library_constants():
   assert (train_flags.CHANNEL_NAMES, train_flags.OUTAGE_ACTIONS) == (channels.CHANNEL_NAMES, channels.OUTAGE_ACTIONS)
   assert train_flags.MTFEEL_UPDATE_ORDERS == mtfeel.UPDATE_ORDERS
   assert train_flags.DDE_OUTPUTS == dde.OUTPUTS
-  assert train_flags.CORRUPTIONS == corruption.CORRUPTIONS
+  assert train_flags.DATA_CORRUPTIONS == corruption.DATA_CORRUPTIONS
   assert train_flags.DEFAULT_IPM_EPSILON == update_corruption.DEFAULT_IPM_EPSILON
 
 

@@ -3,6 +3,7 @@
 import collections
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -112,3 +113,23 @@ def test_the_tasks_listed_for_label_flipping_are_those_with_a_label_flip():
                'synthetic_regression_fedplus', 'emnist_linear_dfl', 'emnist_cnn'):
     task = tasks.create_task(name, client_epochs=1, client_batch_size=8, seed=0, use_synthetic_data=True)
     assert (task.flip_labels is not None) == (name in task_names.LABEL_FLIPPING_TASK_NAMES), name
+
+
+def test_attack_specs_with_parameters_are_update_attacks_and_bad_ones_are_refused():
+  task = digits.create_task(client_epochs=1, client_batch_size=8, seed=0)
+  chosen = corruption.select_corrupted_clients(task, 0.3, seed=4)
+  data_fn = corruption.make_client_data_fn(task, 'norm_aware(direction=ipm,c=1.4)', chosen)
+  assert {cid for cid in task.train_data.client_ids if bool(next(iter(data_fn(cid)[1])))} == chosen
+  assert str(corruption.update_attack('alie(z=1.0)')) == 'alie(z=1)' and corruption.update_attack('data') is None
+  for bad, message in (('alie(q=1)', "parameters: z"), ('poison', "unknown attack 'poison'")):
+    with pytest.raises(ValueError, match=message):
+      corruption.make_client_data_fn(task, bad, chosen)
+
+
+def test_the_white_box_attack_needs_an_algorithm_with_a_stacked_rule():
+  from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
+  config = algorithms.AlgorithmConfig()
+  for name in ('fedavg', 'coordinate_median', 'trimmed_mean', 'multi_krum'):
+    algorithms.check_settings(name, config, clients_per_round=10, update_attack='line_search(direction=ipm)')
+  with pytest.raises(ValueError, match='rfa has no stacked rule for the white-box attack'):
+    algorithms.check_settings('rfa', config, clients_per_round=10, update_attack='line_search')

@@ -1,7 +1,7 @@
 """Learning algorithms selectable by name (the runner's `--algorithm`)."""
 
 import dataclasses
-from typing import Any, Mapping, Optional, Union
+from typing import Optional, Union
 
 import tensorflow_federated as tff
 
@@ -12,6 +12,7 @@ from tff_robust.aggregators import channels
 from tff_robust.aggregators import gathering
 from tff_robust.aggregators import delta_median
 from tff_robust.aggregators import norm_filter
+from tff_robust.aggregators.attacks import known_rules
 from tff_robust.processes import composition
 from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
@@ -22,6 +23,7 @@ from tff_robust.processes import personalized_rfa
 from tff_robust.processes import rfa
 from tff_robust.processes import sign_sgd
 from tff_robust.processes import stateful_clients
+from tff_robust.core.attacks import catalog
 from tff_robust.simulation import algorithm_names
 from tff_robust.simulation import update_corruption_process
 
@@ -156,6 +158,10 @@ def check_settings(
       name in ('delta_fl', 'fedsgd', 'fedprox') or name in STATEFUL_ALGORITHM_NAMES
       or name in INDEXED_ALGORITHM_NAMES):
     raise ValueError(f'{name} does not support update corruption ({update_attack!r}); use data corruption')
+  if (update_attack is not None and catalog.parse(update_attack).info.needs_stacked_rule
+      and known_rules.stacked_rule(aggregator) is None):
+    raise ValueError(f'{name} has no stacked rule for the white-box attack {update_attack!r} (it has: fedavg and the '
+                     'gather-based rules)')
   learning_rate, mu = config.client_learning_rate, config.fedprox_mu
   if name == 'fedprox' and not (learning_rate >= 0 and mu >= 0 and learning_rate * mu < 1):
     raise ValueError(
@@ -181,7 +187,6 @@ def build_learning_process(
     *,
     clients_per_round: Optional[int] = None,
     update_attack: Optional[str] = None,
-    attack_options: Optional[Mapping[str, Any]] = None,
     seed: int = 0,
 ) -> Union[tff.learning.templates.LearningProcess, stateful_clients.StatefulClientProcess,
            indexed_clients.IndexedClientsProcess]:
@@ -194,10 +199,10 @@ def build_learning_process(
   whose update norm exceeds `norm_filter_multiplier` times the cohort's secure median norm drop out) are
   `composition.build_fed_avg_process` (`build_weighted_fed_avg` that also counts non-finite client updates)
   with the algorithm's aggregator; `rfa` and `rfa_one_step` use `tff_robust.processes.rfa.rfa_aggregator`,
-  the aggregator of `build_rfa_process`, so they are that process. With `update_attack`
-  (`update_corruption.ATTACKS`) the process takes `(dataset, flag dataset)` per client and poisons the
-  flagged clients' updates before the aggregator (`update_corruption_process`); `attack_options` are the
-  attack's keyword arguments there (`alie_z`, `ipm_epsilon`).
+  the aggregator of `build_rfa_process`, so they are that process. With `update_attack` (an attack spec,
+  `tff_robust.core.attacks.catalog`, e.g. 'alie(z=1)') the process takes `(dataset, flag dataset)` per client and
+  poisons the flagged clients' updates before the aggregator (`update_corruption_process`); white-box attacks get
+  the aggregator's stacked rule (`attacks.known_rules`).
 
   `delta_fl` is `tff_robust.processes.delta_fl.build_delta_fl_process` with the config's conformity level,
   quantile method, passes and threshold period.
@@ -268,7 +273,8 @@ def build_learning_process(
   if update_attack is not None:
     return update_corruption_process.build_update_corruption_process(
         model_fn, client_optimizer, server_optimizer,
-        model_aggregator=aggregator, attack=update_attack, seed=seed, **(attack_options or {}),
+        model_aggregator=aggregator, attack=update_attack, seed=seed,
+        stacked_rule=known_rules.stacked_rule(aggregator),
     )
   return composition.build_fed_avg_process(
       model_fn, client_optimizer, server_optimizer, model_aggregator=aggregator

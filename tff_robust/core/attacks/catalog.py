@@ -6,6 +6,14 @@ part and lists what is allowed); `AttackSpec.__str__` is its canonical form: the
 their defaults, in declaration order, numbers written shortest (`alie(z=1.0)` and `alie(z=1)` are one attack,
 `ipm(eps=0.1)` is `ipm`). The sweep keys its results by the canonical form.
 
+Published defaults used (each attack's module says more): ALIE z = the paper's z_max (Baruch et al. 2019,
+Algorithm 3); IPM eps = 0.1 (Karimireddy, He, Jaggi 2021/2022; Blades uses 0.5, ByzFL 2); min-max / min-sum
+gamma_init = 10 and tau = 1e-5 and the inverse unit vector (Shejwalkar & Houmansadr's released code); Fang et al.'s
+b = 2 and Krum search threshold 1e-5 (their paper); ROP pi = 1, lam = 0.9, theta = 90 degrees (Ozfatura et al.'s
+main setting), radius 1 (the runner's default centered-clipping tau, not the paper's: it scales by ALIE's z); line
+search: a grid of 11 scales on [0, 10] and 12 golden-section steps (ours; ByzFL: 20 evaluations from 0, step 10,
+contraction 0.8). The sweep's grids: ALIE z in {z_max, 1, 2}, IPM eps in {0.1, 1, 2} (issue 35).
+
 Imports no TensorFlow: the runner checks `--corruption` with it before loading TensorFlow. The TFF attacks are
 `tff_robust.aggregators.attacks.registry` (one module per attack), the NumPy references the other modules of
 this package.

@@ -91,7 +91,8 @@ def check_settings(task: base.Task) -> int:
     raise train_flags.Refusal(f'--clients_per_round: {error}') from None
   try:
     algorithms.check_settings(
-        algorithm, _algorithm_config(), clients_per_round=clients_per_round, update_attack=train_flags.update_attack_spec()
+        algorithm, _algorithm_config(), clients_per_round=clients_per_round,
+        update_attack=train_flags.update_attack_spec(),
     )
   except ValueError as error:
     raise train_flags.Refusal(f'--algorithm={algorithm}: {error}') from None

@@ -133,3 +133,23 @@ def test_the_white_box_attack_needs_an_algorithm_with_a_stacked_rule():
     algorithms.check_settings(name, config, clients_per_round=10, update_attack='line_search(direction=ipm)')
   with pytest.raises(ValueError, match='rfa has no stacked rule for the white-box attack'):
     algorithms.check_settings('rfa', config, clients_per_round=10, update_attack='line_search')
+
+
+@pytest.mark.parametrize('algorithm, attack', [
+    ('filtered_centered_clipping', 'rop(radius=0.3)'), ('bucketing_rfa', 'min_max(direction=sign)'),
+    ('trimmed_mean', 'line_search(direction=alie,grid=3,refinements=2)'),
+])
+def test_an_adaptive_attack_composes_with_a_defence_of_the_runner(algorithm, attack):
+  """One round on 4 digits clients, one corrupted: the process runs and counts the corrupted client."""
+  from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
+  task = digits.create_task(client_epochs=1, client_batch_size=16, seed=0)
+  process = algorithms.build_learning_process(
+      algorithm, task.model_fn, algorithms.AlgorithmConfig(num_byzantine=1), clients_per_round=4,
+      update_attack=attack,
+  )
+  clients = task.train_data.client_ids[:4]
+  data = [(task.client_dataset(c), update_corruption_process.corruption_flag_dataset(i == 0))
+          for i, c in enumerate(clients)]
+  output = process.next(process.initialize(), data)
+  assert output.metrics['aggregator']['num_corrupted_clients'] == 1
+  assert all(np.all(np.isfinite(w)) for w in process.get_model_weights(output.state).trainable)

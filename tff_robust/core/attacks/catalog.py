@@ -83,7 +83,8 @@ _ATTACKS = (
                (_choice('direction', NORM_AWARE_DIRECTIONS, 'omniscient'),
                 _number('c', 1.0, 'a finite number > 0', lambda v: v > 0))),
     AttackInfo('min_max', 'honest mean + gamma p, the largest gamma whose farthest honest distance stays within '
-               'the largest honest pairwise distance (Shejwalkar & Houmansadr 2021)', _perturbation_search_parameters()),
+               'the largest honest pairwise distance (Shejwalkar & Houmansadr 2021)',
+               _perturbation_search_parameters()),
     AttackInfo('min_sum', 'honest mean + gamma p, the largest gamma whose sum of squared honest distances stays '
                'within the honest maximum (Shejwalkar & Houmansadr 2021)', _perturbation_search_parameters()),
     AttackInfo('fang_trimmed_mean', 'Fang et al. 2020 on the trimmed mean and the median: per coordinate beyond the '

@@ -18,7 +18,8 @@ So every corrupted value lies beyond the honest extreme on the side opposite to 
 Krum (Sec. 3.2, full knowledge): every corrupted client sends x' = -lambda sign(mu) (the paper's
 w'_1 = w - lambda s with the other c - 1 crafted models equal to it). lambda starts at the paper's bound (its
 Sec. 3.2, with D the Euclidean distance and D(w_i, w) = ||x_i||)
-  lambda_0 = min_{i honest} sum_{l in Gamma_i} ||x_l - x_i|| / ((m - 2c - 1) sqrt(d)) + max_{i honest} ||x_i|| / sqrt(d),
+  lambda_0 = min_{i honest} sum_{l in Gamma_i} ||x_l - x_i|| / ((m - 2c - 1) sqrt(d))
+             + max_{i honest} ||x_i|| / sqrt(d),
 Gamma_i the m - c - 2 honest updates nearest to x_i (the first term 0 where m - 2c - 1 <= 0 or m - c - 2 <= 0),
 m the cohort, c its corrupted count and d the dimension, and is halved until Krum with f = c
 (`robust_statistics.krum_scores`) selects a corrupted update or lambda falls below `threshold` (the paper: 1e-5).

@@ -4,9 +4,9 @@ Rows of `updates` [m, d] are the cohort's updates, `weights` [m] their aggregati
 `corrupted` [m] which clients the adversary controls; the honest rows are the others. Statistics are weighted
 like the aggregate: mu = sum_{i honest} alpha_i x_i / A_G, sigma^2 = sum_{i honest} alpha_i (x_i - mu)^2 / A_G
 (A_G the honest weight, population variance). Honest rows with weight <= 0 or a non-finite value (TFF's
-model-delta client work sends zeros with weight 0 for a non-finite update) take no part. The papers use the unweighted mean and (torch, ddof = 1) std of
-the honest workers: with equal weights mu is the same and sigma differs by sqrt((k - 1)/k) for k honest clients.
-With no honest client mu = sigma = 0.
+model-delta client work sends zeros with weight 0 for a non-finite update) take no part. The papers use the
+unweighted mean and (torch, ddof = 1) std of the honest workers: with equal weights mu is the same and sigma
+differs by sqrt((k - 1)/k) for k honest clients. With no honest client mu = sigma = 0.
 """
 
 import statistics

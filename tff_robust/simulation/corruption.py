@@ -18,7 +18,6 @@ from tff_robust.simulation import update_corruption_process
 from tff_robust.simulation.tasks import base
 
 UPDATE_ATTACKS = catalog.ATTACK_NAMES
-CORRUPTIONS = ('none', 'data', *UPDATE_ATTACKS, 'label_flipping')
 DATA_CORRUPTIONS = ('none', 'data', 'label_flipping')
 
 

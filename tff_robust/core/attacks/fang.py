@@ -13,7 +13,9 @@ corrupted client draws its coordinate j uniformly from
   - [x_min,j / b, x_min,j] if mu_j > 0 and x_min,j > 0, else [b x_min,j, x_min,j] if mu_j > 0;
   - [x_max,j, b x_max,j] if mu_j < 0 and x_max,j > 0, else [x_max,j, x_max,j / b] if mu_j < 0;
   - mu_j where mu_j = 0 (as Blades does).
-So every corrupted value lies beyond the honest extreme on the side opposite to sign(mu_j).
+So every corrupted value lies beyond the honest extreme on the side opposite to sign(mu_j). The paper applies b to
+the local models' parameters; like Blades (`AdaptiveAdversary`) we apply it to the update values, whose extremes
+are what the trimmed mean and the median of updates trim.
 
 Krum (Sec. 3.2, full knowledge): every corrupted client sends x' = -lambda sign(mu) (the paper's
 w'_1 = w - lambda s with the other c - 1 crafted models equal to it). lambda starts at the paper's bound (its

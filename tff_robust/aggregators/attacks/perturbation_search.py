@@ -1,4 +1,4 @@
-"""Min-max and min-sum (Shejwalkar & Houmansadr, NDSS 2021, Sec. IV-B, eqs. 5 and 6, Algorithm 1) over the
+"""Min-max and min-sum (Shejwalkar & Houmansadr, NDSS 2021: their AGR-agnostic Min-Max and Min-Sum problems, Algorithm 1) over the
 gathered updates: x_m = mu + gamma p with the largest gamma the paper's halving search finds such that
   - min-max: max_{i honest} ||x_m - x_i||^2 <= max_{i, j honest} ||x_i - x_j||^2,
   - min-sum: sum_{i honest} ||x_m - x_i||^2 <= max_{i honest} sum_{j honest} ||x_i - x_j||^2,

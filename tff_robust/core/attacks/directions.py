@@ -6,7 +6,7 @@ Targets (what every corrupted client sends; mu, sigma: `honest_statistics.mean_a
     weighted sum becomes minus what honest behaviour would have given;
   - ipm (Xie, Koyejo, Gupta, UAI 2019): -eps mu;
   - alie (Baruch et al. 2019, Algorithm 3): mu - z sigma, z the paper's z_max unless given.
-Perturbation directions p of Shejwalkar & Houmansadr (NDSS 2021, Sec. IV-A, "perturbation vectors"): the inverse
+Perturbation directions p of Shejwalkar & Houmansadr (NDSS 2021, their "perturbation vectors"): the inverse
 unit vector -mu / ||mu||, the inverse standard deviation -sigma and the inverse sign -sign(mu).
 """
 

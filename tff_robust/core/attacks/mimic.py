@@ -1,5 +1,5 @@
 """Mimic (NumPy reference): Karimireddy, He, Jaggi, "Byzantine-Robust Learning on Heterogeneous Datasets via
-Bucketing", ICLR 2022, Sec. 5 / App. "Mimic attack".
+Bucketing", ICLR 2022, its mimic attack (as the authors' code `MimicVariantAttacker` runs it).
 
 Every corrupted client sends a copy of one honest client's update, which over-weights that client's data
 without sending anything an outlier test could catch. The paper's rule picks the honest client i* farthest along

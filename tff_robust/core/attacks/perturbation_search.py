@@ -1,16 +1,18 @@
 """Min-max and min-sum (NumPy references): Shejwalkar & Houmansadr, "Manipulating the Byzantine: Optimizing Model
-Poisoning Attacks and Defenses for Federated Learning", NDSS 2021, Sec. IV-B (AGR-agnostic attacks).
+Poisoning Attacks and Defenses for Federated Learning", NDSS 2021, the AGR-agnostic attacks (the conditions below
+are the paper's Min-Max and Min-Sum problems; their equation numbers were not checked: no copy of the paper's text
+was at hand).
 
 Every corrupted client sends x_m = mu + gamma p, mu the honest mean and p a perturbation direction
 (`directions.perturbation`: inverse unit vector, inverse standard deviation or inverse sign), gamma the largest
 value the paper's search finds with
-  - min-max (its eq. 5): max_{i honest} ||x_m - x_i|| <= max_{i, j honest} ||x_i - x_j||,
-  - min-sum (its eq. 6): sum_{i honest} ||x_m - x_i||^2 <= max_{i honest} sum_{j honest} ||x_i - x_j||^2.
+  - min-max: max_{i honest} ||x_m - x_i|| <= max_{i, j honest} ||x_i - x_j||,
+  - min-sum: sum_{i honest} ||x_m - x_i||^2 <= max_{i honest} sum_{j honest} ||x_i - x_j||^2.
 The search is the paper's Algorithm 1 as its released code runs it: gamma = gamma_init, step = gamma_init; while
 |gamma_succ - gamma| > tau: if the condition holds, gamma_succ = gamma and gamma += step / 2, else gamma -= step / 2;
 step /= 2. gamma_succ starts at 0 (x_m = mu always satisfies both conditions), so gamma lies in [0, 2 gamma_init).
 Defaults of the released code: gamma_init = 10, tau = 1e-5 (`catalog.DEFAULT_GAMMA_INIT`, `DEFAULT_GAMMA_TOLERANCE`).
-(The released code's min-sum compares with the smallest honest sum; we follow the paper's eq. 6, the largest.)
+(The released code's min-sum compares with the smallest honest sum; we follow the paper's Min-Sum problem, the largest.)
 
 Knows: the round's honest updates and weights; not the defence (the attacks are aggregation-rule agnostic).
 """

@@ -1,6 +1,6 @@
 """Relocated orthogonal perturbation, ROP (NumPy reference): Ozfatura, Ozfatura, Kupcu, Gunduz, "Byzantines can
 also learn from history: Fall of centered clipping in federated learning", IEEE TIFS 2024 (arXiv 2208.09894),
-Sec. IV, as the authors' code computes it.
+the ROP attack as the authors' code computes it (parameters pi, lam, angle).
 
 Centered clipping clips every update's residual around the previous round's aggregate v_{t-1}. ROP places the
 corrupted updates relative to it:

@@ -3,6 +3,7 @@ r"""Robustness sweep of the RFA paper's Sec. 5 / Fig. 2-3: accuracy versus corru
   python -m experiments.robustness_sweep            # digits, defaults below
   python -m experiments.robustness_sweep --algorithms=fedavg,rfa --corruptions=omniscient --seeds=0,1,2
   python -m experiments.robustness_sweep --algorithms=fedavg --defences='arc>gm;bucketing(s=2)>centered_clipping'
+  python -m experiments.robustness_sweep --corruptions='alie_grid,ipm_grid,min_max(direction=sign),mimic'
 
 Runs algorithm x corruption x rho x seed (rho = 0 once per algorithm and seed, shared by every corruption)
 and writes to <root_output_dir>/<experiment_name>/:
@@ -13,6 +14,11 @@ and writes to <root_output_dir>/<experiment_name>/:
                 (run_settings.json) unless --experiment_name names a new directory;
   results.md    mean [min, max] over seeds of the final accuracy, algorithm x rho, one table per corruption;
   accuracy_vs_corruption.png   one panel per corruption, one line per aggregator, min-max band over seeds.
+--corruptions takes the data corruptions (data, label_flipping) and update attack specs, name(key=value,...)
+(`tff_robust.core.attacks.catalog`; commas inside brackets do not split the list), and the named grids alie_grid
+(ALIE at z = the paper's z_max, 1, 2) and ipm_grid (IPM at eps = 0.1, 1, 2). A run's corruption is the spec's
+canonical form (`alie(z=1.0)` is `alie(z=1)`, `ipm(eps=0.1)` is `ipm`): it keys results.csv (so a resume matches
+it), names the tables and panels, and, written as a file name (`alie-z=1`), the run's directory.
 Trimmed mean and multi-Krum are given the true rho (the paper: they need it): trim_fraction = rho,
 num_byzantine = ceil(rho * clients_per_round), each capped to what the cohort allows.
 --defences adds defence chains of the registry (`tff_robust.aggregators.defences`), each run as fedavg with that
@@ -37,6 +43,7 @@ import tqdm  # pylint: disable=g-import-not-at-top
 
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from tff_robust.aggregators.defences import registry as defence_registry  # pylint: disable=g-import-not-at-top
+from tff_robust.core.attacks import catalog  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
@@ -56,7 +63,11 @@ _DEFENCES = flags.DEFINE_string(
     "'arc>gm;bucketing(s=2)>centered_clipping(tau=0.3,iters=3)' (quote it in a shell); see --defence of "
     'experiments.train for the syntax.',
 )
-_CORRUPTIONS = flags.DEFINE_list('corruptions', ['data', 'omniscient'], 'Corruptions (data, label_flipping, gaussian, omniscient, alie, ipm, sign_flipping).')
+_CORRUPTIONS = flags.DEFINE_string(
+    'corruptions', 'data,omniscient',
+    'Comma-separated corruptions: data, label_flipping, update attack specs name(key=value,...) of '
+    f'{", ".join(catalog.ATTACK_NAMES)}, and the grids {", ".join(catalog.GRIDS)}.',
+)
 _DATA_FRACTIONS = flags.DEFINE_list('data_fractions', ['0', '0.01', '0.1', '0.25'], 'rho for data corruption.')
 _UPDATE_FRACTIONS = flags.DEFINE_list(
     'update_fractions', ['0', '0.01', '0.1', '0.25', '0.4'],
@@ -115,6 +126,25 @@ def _parsed(values, kind, flag):
     return [kind(v) for v in values]
   except ValueError as error:
     raise app.UsageError(f'--{flag}: {error}') from error
+
+
+def _corruption_kinds(text: str) -> list[str]:
+  """The corruptions of --corruptions: data corruptions as given, attack specs canonical, grids expanded."""
+  kinds = []
+  for spec in catalog.split_specs(text):
+    try:
+      expanded = [spec] if spec in corruption.DATA_CORRUPTIONS[1:] else catalog.expand([spec])
+    except ValueError as error:
+      raise app.UsageError(
+          f'--corruptions: {error}; besides the attacks: {", ".join(corruption.DATA_CORRUPTIONS[1:])} and the grids '
+          f'{", ".join(catalog.GRIDS)}'
+      ) from None
+    kinds += [kind for kind in expanded if kind not in kinds]
+  return kinds
+
+
+def _path_component(kind: str) -> str:
+  return kind if kind in corruption.DATA_CORRUPTIONS else catalog.path_component(kind)
 
 
 def _config(method: str, fraction: float, defences: dict) -> algorithms.AlgorithmConfig:
@@ -256,9 +286,18 @@ def main(argv):
   if clashing:
     raise app.UsageError(f'--defences: {sorted(clashing)} would be labelled like the algorithms of that name; give '
                          'them a parameter, e.g. centered_clipping(tau=1.0)')
-  unknown = set(_CORRUPTIONS.value) - set(corruption.CORRUPTIONS[1:])
-  if unknown:
-    raise app.UsageError(f'--corruptions: unknown {sorted(unknown)}; allowed {corruption.CORRUPTIONS[1:]}')
+  corruptions = _corruption_kinds(_CORRUPTIONS.value)
+  for algorithm in _ALGORITHMS.value + list(defences):
+    for kind in corruptions:
+      if corruption.update_attack(kind) is not None:
+        try:
+          algorithms.check_settings(
+              'fedavg' if algorithm in defences else algorithm, _config(algorithm, 0.0, defences),
+              clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=kind,
+          )
+        except ValueError as error:
+          flag = 'defences' if algorithm in defences else 'algorithms'
+          raise app.UsageError(f'--{flag}={algorithm} with --corruptions={kind}: {error}') from None
   data_fractions = _parsed(_DATA_FRACTIONS.value, float, 'data_fractions')
   update_fractions = _parsed(_UPDATE_FRACTIONS.value, float, 'update_fractions')
   if any(not 0 <= f < 1 for f in data_fractions + update_fractions):
@@ -285,13 +324,13 @@ def main(argv):
     raise app.UsageError(f'{error}; give a new --experiment_name') from None
   run_settings.record(output_dir, _per_run_settings())
   processes = {}
-  runs = list(_runs(_ALGORITHMS.value + list(defences), _CORRUPTIONS.value, data_fractions, update_fractions, seeds))
+  runs = list(_runs(_ALGORITHMS.value + list(defences), corruptions, data_fractions, update_fractions, seeds))
   finished = {_run_key(row): row for row in _finished_rows(output_dir)}
   if finished:
     print(f'resuming: {sum(run in finished for run in runs)} of {len(runs)} runs already in results.csv')
   for algorithm, kind, fraction, seed in tqdm.tqdm([r for r in runs if r not in finished], desc='sweep',
                                                    unit='run'):
-    attack = kind if kind in corruption.UPDATE_ATTACKS else None
+    attack = kind if corruption.update_attack(kind) is not None else None
     config = _config(algorithm, fraction, defences)
     if (algorithm, config, attack) not in processes:
       processes[(algorithm, config, attack)] = algorithms.build_learning_process(
@@ -305,7 +344,8 @@ def main(argv):
         rounds_per_eval=_TOTAL_ROUNDS.value, seed=seed, show_progress=False,
         rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
         output_dir=os.path.join(
-            output_dir, 'runs', f'{defence_registry.path_component(algorithm)}_{kind}_{fraction:g}_seed{seed}'),
+            output_dir, 'runs',
+            f'{defence_registry.path_component(algorithm)}_{_path_component(kind)}_{fraction:g}_seed{seed}'),
     )
     row = dict(
         algorithm=algorithm, corruption=kind, fraction=fraction, seed=seed,

@@ -16,13 +16,14 @@ import tempfile
 from absl import flags
 
 from tff_robust.aggregators.defences import registry as defence_registry
+from tff_robust.core.attacks import catalog
 from tff_robust.simulation import algorithm_names
 from tff_robust.simulation import gpu_placement
 from tff_robust.simulation import run_settings
 from tff_robust.simulation import task_names
 
 # The library's constants (see the module docstring): `delta_fl`, `fedplus`, `delta_median`, `channels`,
-# `mtfeel`, `dde`, `simulation.corruption` and `aggregators.update_corruption`.
+# `mtfeel`, `dde` and `simulation.corruption` (whose attack names are `core.attacks.catalog`'s, no TensorFlow).
 QUANTILE_METHODS = ('exact', 'secure', 'secure_mm')
 DEFAULT_QUANTILE_PASSES = 2
 DEFAULT_FEDPLUS_DELTA = 0.1
@@ -32,8 +33,8 @@ CHANNEL_NAMES = ('none', 'rayleigh', 'outage', 'bsc')
 OUTAGE_ACTIONS = ('drop', 'random')
 MTFEEL_UPDATE_ORDERS = ('w_then_alpha', 'alpha_then_w')
 DDE_OUTPUTS = ('last', 'max')
-CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient', 'alie', 'ipm', 'sign_flipping', 'label_flipping')
-DEFAULT_IPM_EPSILON = 0.1
+DATA_CORRUPTIONS = ('none', 'data', 'label_flipping')
+DEFAULT_IPM_EPSILON = catalog.DEFAULT_IPM_EPSILON
 # The cohort of an unset --clients_per_round (at most the task's clients).
 DEFAULT_CLIENTS_PER_ROUND = 10
 
@@ -286,11 +287,12 @@ TASK_OPTION_FLAGS = (
     L2_REGULARIZATION, NUM_DEVICES, SPLIT_SEED, MAX_EVALUATED_DEVICES, LABEL_CONCENTRATION, VALIDATION_FRACTION,
     SHAKESPEARE_SOURCE,
 )
-CORRUPTION = flags.DEFINE_enum(
-    'corruption', 'none', CORRUPTIONS,
+CORRUPTION = flags.DEFINE_string(
+    'corruption', 'none',
     'Corrupted clients: none; data (the task\'s data poisoning) or label_flipping (y -> C - 1 - y, tasks with '
-    'class labels); update poisoning: gaussian, omniscient, alie (a little is enough: honest mean - z std), ipm '
-    '(inner-product manipulation: -epsilon x honest mean) or sign_flipping (-own update).',
+    'class labels); or an update attack spec, name(key=value,...), e.g. alie(z=1), ipm(eps=2), '
+    'norm_aware(direction=ipm,c=1.4), min_max(direction=sign). Attacks (parameter=default): '
+    + catalog.describe() + '.',
 )
 CORRUPTION_FRACTION = flags.DEFINE_float(
     'corruption_fraction', 0.0, 'Share rho of the training examples held by corrupted clients, in [0, 1).',
@@ -353,6 +355,17 @@ flags.register_validator('gpus', _gpu_setting_is_valid)
 flags.register_validator(
     'snr_db', lambda value: math.isfinite(value), message='--snr_db must be a finite number of dB'
 )
+def _corruption_is_valid(value: str) -> bool:
+  if value not in DATA_CORRUPTIONS:
+    try:
+      catalog.parse(value)
+    except ValueError as error:
+      raise flags.ValidationError(f'--corruption must be one of {", ".join(DATA_CORRUPTIONS)} or an update attack '
+                                  f'spec: {error}') from None
+  return True
+
+
+flags.register_validator('corruption', _corruption_is_valid)
 flags.register_validator(
     'alie_z', lambda value: value is None or math.isfinite(value), message='--alie_z must be a finite number'
 )
@@ -416,10 +429,13 @@ def _client_schedule_flags_are_valid(flag_values: dict) -> bool:
 def _corruption_flags_are_valid(flag_values: dict) -> bool:
   """An attack's parameter needs that attack; label flipping needs a task with class labels."""
   corruption = flag_values['corruption']
+  attack = catalog.lookup(corruption)
   if flag_values['alie_z'] is not None and corruption != 'alie':
-    raise flags.ValidationError(f'--alie_z applies to --corruption=alie, not --corruption={corruption}')
+    raise flags.ValidationError(f'--alie_z applies to --corruption=alie, not --corruption={corruption}'
+                                + (' (give z in the spec)' if attack and attack.name == 'alie' else ''))
   if flag_values['ipm_epsilon'] != DEFAULT_IPM_EPSILON and corruption != 'ipm':
-    raise flags.ValidationError(f'--ipm_epsilon applies to --corruption=ipm, not --corruption={corruption}')
+    raise flags.ValidationError(f'--ipm_epsilon applies to --corruption=ipm, not --corruption={corruption}'
+                                + (' (give eps in the spec)' if attack and attack.name == 'ipm' else ''))
   if corruption == 'label_flipping' and flag_values['task'] not in task_names.LABEL_FLIPPING_TASK_NAMES:
     raise flags.ValidationError(
         f'--corruption=label_flipping applies to the tasks with class labels '
@@ -466,6 +482,17 @@ def _defence_is_valid(flag_values: dict) -> bool:
 
 
 flags.register_multi_flags_validator(('defence', 'algorithm'), _defence_is_valid)
+def update_attack_spec():
+  """The canonical attack spec of --corruption (with --alie_z / --ipm_epsilon folded in), or None for the data
+  corruptions and 'none'."""
+  attack = catalog.lookup(CORRUPTION.value)
+  if attack is None:
+    return None
+  if attack.name == 'alie' and ALIE_Z.value is not None:
+    attack = catalog.parse(f'alie(z={ALIE_Z.value!r})')
+  if attack.name == 'ipm' and CORRUPTION.value == 'ipm':
+    attack = catalog.parse(f'ipm(eps={IPM_EPSILON.value!r})')
+  return str(attack)
 
 
 def experiment_name() -> str:

@@ -41,15 +41,6 @@ def _algorithm_config() -> algorithms.AlgorithmConfig:
   return algorithms.AlgorithmConfig(**settings)
 
 
-def _update_attack():
-  return train_flags.CORRUPTION.value if train_flags.CORRUPTION.value in corruption.UPDATE_ATTACKS else None
-
-
-def _attack_options() -> dict:
-  """The update attack's parameters (the validators allow them with their attack only)."""
-  return dict(alie_z=train_flags.ALIE_Z.value, ipm_epsilon=train_flags.IPM_EPSILON.value)
-
-
 def _cohort_transform():
   """The per-round change to the cohort's data the flags ask for (the validators allow at most one)."""
   if train_flags.MINIBATCH_FRACTION.value is not None:
@@ -101,7 +92,8 @@ def check_settings(task: base.Task) -> int:
     raise train_flags.Refusal(f'--clients_per_round: {error}') from None
   try:
     algorithms.check_settings(
-        algorithm, _algorithm_config(), clients_per_round=clients_per_round, update_attack=_update_attack()
+        algorithm, _algorithm_config(), clients_per_round=clients_per_round,
+        update_attack=train_flags.update_attack_spec(),
     )
   except ValueError as error:
     defence = train_flags.DEFENCE.value
@@ -124,6 +116,7 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
       clients_per_round=clients_per_round, corruption=train_flags.CORRUPTION.value,
       corruption_fraction=train_flags.CORRUPTION_FRACTION.value,
       corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
+      **({'attack': train_flags.update_attack_spec()} if train_flags.update_attack_spec() is not None else {}),
       **({'alie_z': train_flags.ALIE_Z.value} if train_flags.ALIE_Z.value is not None else {}),
       **({'ipm_epsilon': train_flags.IPM_EPSILON.value} if train_flags.CORRUPTION.value == 'ipm' else {}),
       **{flag.name: flag.value for flag in train_flags.TASK_OPTION_FLAGS if flag.value is not None},
@@ -156,7 +149,7 @@ def _train(task, clients_per_round: int) -> dict:
   algorithm, seed = train_flags.ALGORITHM.value, train_flags.SEED.value
   process = algorithms.build_learning_process(
       algorithm, task.model_fn, _algorithm_config(), clients_per_round=clients_per_round,
-      update_attack=_update_attack(), attack_options=_attack_options(), seed=seed,
+      update_attack=train_flags.update_attack_spec(), seed=seed,
   )
   output_dir = train_flags.output_dir()
   if train_flags.OVERWRITE.value and os.path.exists(output_dir):

@@ -41,6 +41,7 @@ _RUN_BY = {
     'benchmarks.parallel_workers': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.evaluation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.defence_cost': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.attack_cost': 'tests/benchmarks/test_readme_benchmarks.py',
 }
 
 

@@ -6,11 +6,12 @@ import statistics
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import geometric_median
 from tff_robust.aggregators import update_corruption
-from tff_robust.core import corruption
+from tff_robust.core.attacks import directions
 from tff_robust.core import weiszfeld
 
 _UPDATE_TYPE = tff.to_type([(np.float32, [4]), (np.float32, [2])])
@@ -47,7 +48,7 @@ def test_omniscient_attack_then_geometric_median_matches_the_references():
       'omniscient', geometric_median.GeometricMedianFactory(num_passes=3)
   ).create(_VALUE_TYPE, _WEIGHT_TYPE)
   result, measurements = _run(process, updates, weights, flags)
-  attacked = corruption.omniscient_updates(updates, weights, flags)
+  attacked = directions.omniscient_updates(updates, weights, flags)
   expected = weiszfeld.smoothed_weiszfeld(attacked, weights, num_passes=3, smoothing=1e-6, init='mean')
   np.testing.assert_allclose(result, expected.iterates[-1], rtol=1e-4, atol=1e-5)
   assert measurements['secure_average_calls'] == 3  # the inner aggregator's measurements pass through
@@ -56,9 +57,11 @@ def test_omniscient_attack_then_geometric_median_matches_the_references():
 @pytest.mark.parametrize('attack', update_corruption.ATTACKS)
 def test_without_corrupted_clients_the_inner_aggregate_is_unchanged(attack):
   updates, weights = _cohort(2)
-  process = update_corruption.UpdateCorruptionFactory(attack, tff.aggregators.MeanFactory()).create(
-      _VALUE_TYPE, _WEIGHT_TYPE
-  )
+  mean_rule = lambda points, weights, center: tf.linalg.matvec(points, weights, transpose_a=True) / tf.reduce_sum(
+      weights)
+  process = update_corruption.UpdateCorruptionFactory(
+      attack, tff.aggregators.MeanFactory(), stacked_rule=mean_rule
+  ).create(_VALUE_TYPE, _WEIGHT_TYPE)
   result, measurements = _run(process, updates, weights, np.zeros(8, bool))
   np.testing.assert_allclose(result, weights @ updates / weights.sum(), rtol=1e-5, atol=1e-6)
   assert measurements['num_corrupted_clients'] == 0
@@ -68,7 +71,7 @@ def test_without_corrupted_clients_the_inner_aggregate_is_unchanged(attack):
 def test_gaussian_noise_has_the_update_own_standard_deviation(mode):
   update_type = tff.TensorType(np.float32, [20000])
   process = update_corruption.UpdateCorruptionFactory(
-      'gaussian', tff.aggregators.MeanFactory(), gaussian_mode=mode
+      f'gaussian(mode={mode})', tff.aggregators.MeanFactory()
   ).create(tff.StructType([update_type, tff.TensorType(np.bool_)]), _WEIGHT_TYPE)
   original = np.random.default_rng(3).normal(2.0, 3.0, 20000).astype(np.float32)
   output = process.next(process.initialize(), [[original, True]], [np.float32(1.0)])
@@ -91,8 +94,8 @@ def _paper_z_max(n, m):
   return statistics.NormalDist().inv_cdf((n - s) / n)
 
 
-def _attacked_mean(attack, updates, weights, corrupted, **options):
-  process = update_corruption.UpdateCorruptionFactory(attack, tff.aggregators.MeanFactory(), **options).create(
+def _attacked_mean(attack, updates, weights, corrupted):
+  process = update_corruption.UpdateCorruptionFactory(attack, tff.aggregators.MeanFactory()).create(
       _VALUE_TYPE, _WEIGHT_TYPE
   )
   result, measurements = _run(process, updates, weights, corrupted)
@@ -112,7 +115,7 @@ def test_alie_sends_the_honest_mean_minus_z_standard_deviations(num_corrupted, z
   corrupted = np.arange(8) >= 8 - num_corrupted
   mean, std = _honest_mean_and_std(updates, weights, corrupted)
   z_used = _paper_z_max(8, num_corrupted) if z is None else z
-  result = _attacked_mean('alie', updates, weights, corrupted, alie_z=z)
+  result = _attacked_mean('alie' if z is None else f'alie(z={z})', updates, weights, corrupted)
   np.testing.assert_allclose(result, _mean_with(updates, weights, corrupted, mean - z_used * std), rtol=1e-5,
                              atol=1e-6)
 
@@ -142,7 +145,7 @@ def test_ipm_sends_minus_epsilon_times_the_honest_mean(epsilon):
   updates, weights = _cohort(7)
   corrupted = np.arange(8) % 3 == 0
   mean, _ = _honest_mean_and_std(updates, weights, corrupted)
-  result = _attacked_mean('ipm', updates, weights, corrupted, ipm_epsilon=epsilon)
+  result = _attacked_mean(f'ipm(eps={epsilon})', updates, weights, corrupted)
   np.testing.assert_allclose(result, _mean_with(updates, weights, corrupted, -epsilon * mean), rtol=1e-5,
                              atol=1e-6)
 
@@ -165,17 +168,51 @@ def test_sign_flipping_sends_minus_the_own_update():
 
 
 def test_bad_arguments():
-  with pytest.raises(ValueError, match='attack'):
+  with pytest.raises(ValueError, match="unknown attack 'label_flip'"):
     update_corruption.UpdateCorruptionFactory('label_flip', tff.aggregators.MeanFactory())
-  with pytest.raises(ValueError, match='gaussian_mode'):
-    update_corruption.UpdateCorruptionFactory('gaussian', tff.aggregators.MeanFactory(), gaussian_mode='x')
+  with pytest.raises(ValueError, match='mode must be one of replace, add'):
+    update_corruption.UpdateCorruptionFactory('gaussian(mode=x)', tff.aggregators.MeanFactory())
   for z in (math.inf, -math.inf, math.nan):
-    with pytest.raises(ValueError, match='alie_z must be a finite number'):
-      update_corruption.UpdateCorruptionFactory('alie', tff.aggregators.MeanFactory(), alie_z=z)
+    with pytest.raises(ValueError, match="attack 'alie': z must be a finite number"):
+      update_corruption.UpdateCorruptionFactory(f'alie(z={z})', tff.aggregators.MeanFactory())
   for epsilon in (-0.1, math.inf, math.nan):
-    with pytest.raises(ValueError, match=r'ipm_epsilon must be finite and >= 0'):
-      update_corruption.UpdateCorruptionFactory('ipm', tff.aggregators.MeanFactory(), ipm_epsilon=epsilon)
+    with pytest.raises(ValueError, match="attack 'ipm': eps must be a finite number >= 0"):
+      update_corruption.UpdateCorruptionFactory(f'ipm(eps={epsilon})', tff.aggregators.MeanFactory())
+  with pytest.raises(ValueError, match='needs the defence\'s stacked rule'):
+    update_corruption.UpdateCorruptionFactory('line_search', tff.aggregators.MeanFactory())
   with pytest.raises(TypeError, match='value_type'):
     update_corruption.UpdateCorruptionFactory('gaussian', tff.aggregators.MeanFactory()).create(
         _UPDATE_TYPE, _WEIGHT_TYPE
     )
+
+
+def _seeded_gaussian_noise(leaves, seed, round_num):
+  """The documented draw: sigma * stateless_normal(seed = (seed + round, fingerprint) + (0, leaf index)), sigma the
+  std of the whole update and the fingerprint the sum of its float32 bit patterns (as int32) modulo 2^31 - 1."""
+  flat = np.concatenate([np.ravel(leaf) for leaf in leaves]).astype(np.float32)
+  fingerprint = int(flat.view(np.int32).astype(np.int64).sum() % 2147483647)
+  return [
+      np.std(flat) * tf.random.stateless_normal(leaf.shape, seed=[seed + round_num, fingerprint + i]).numpy()
+      for i, leaf in enumerate(leaves)
+  ]
+
+
+@pytest.mark.parametrize('mode', ['replace', 'add'])
+def test_gaussian_draw_is_pinned_to_its_seed_round_and_update(mode):
+  """Pins the Gaussian attack's exact draw (the registry must keep it): seed 5, rounds 0 and 1."""
+  process = update_corruption.UpdateCorruptionFactory(
+      f'gaussian(mode={mode})', tff.aggregators.MeanFactory(), seed=5
+  ).create(_VALUE_TYPE, _WEIGHT_TYPE)
+  updates, weights = _cohort(10)
+  flags = np.arange(8) < 3
+  values = [[[u[:4], u[4:]], bool(f)] for u, f in zip(updates, flags)]
+  state = process.initialize()
+  for round_num in range(2):
+    output = process.next(state, values, [np.float32(w) for w in weights])
+    state = output.state
+    attacked = np.asarray(updates, np.float64).copy()
+    for i in np.flatnonzero(flags):
+      noise = np.concatenate(_seeded_gaussian_noise([updates[i][:4], updates[i][4:]], 5, round_num))
+      attacked[i] = noise + (updates[i] if mode == 'add' else 0)
+    np.testing.assert_allclose(np.concatenate(output.result), weights @ attacked / weights.sum(), rtol=1e-5,
+                               atol=1e-6)

@@ -20,6 +20,8 @@ _SHRUNK = {
     'benchmarks.mtfeel_cost': (['--rounds=1'], 'signsgd'),
     'benchmarks.isolation_cost': (['--rounds=1', '--task=digits', '--algorithms=fedavg'], 'fedavg'),
     'benchmarks.defence_cost': (['--rounds=1', '--task=digits'], 'filtered_centered_clipping'),
+    'benchmarks.attack_cost': (['--rounds=1', '--task=digits', '--attacks=omniscient,min_max,line_search'],
+                               'line_search'),
     'benchmarks.parallel_workers': (['--quick'], '2 / 1 ='),
     'benchmarks.evaluation_cost': (['--num_devices=3', '--examples_per_device=4', '--repeats=1'],
                                    'one-pass evaluation'),

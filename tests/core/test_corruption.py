@@ -1,9 +1,10 @@
-"""Corrupted-set selection (RFA eq. 5) and the NumPy omniscient attack."""
+"""Corrupted-set selection (RFA eq. 5) and the NumPy omniscient attack (`core.attacks.directions`)."""
 
 import numpy as np
 import pytest
 
 from tff_robust.core import corruption
+from tff_robust.core.attacks import directions
 
 
 @pytest.mark.parametrize('fraction', [0.01, 0.1, 0.25, 0.4])
@@ -38,7 +39,7 @@ def test_omniscient_attack_negates_the_cohort_weighted_sum():
   rng = np.random.default_rng(0)
   updates, weights = rng.normal(size=(10, 6)), rng.uniform(1, 5, 10)
   corrupted = np.arange(10) < 3
-  attacked = corruption.omniscient_updates(updates, weights, corrupted)
+  attacked = directions.omniscient_updates(updates, weights, corrupted)
   np.testing.assert_allclose(weights @ attacked, -(weights @ updates), atol=1e-10)
   np.testing.assert_array_equal(attacked[~corrupted], updates[~corrupted])
-  np.testing.assert_array_equal(corruption.omniscient_updates(updates, weights, np.zeros(10, bool)), updates)
+  np.testing.assert_array_equal(directions.omniscient_updates(updates, weights, np.zeros(10, bool)), updates)

@@ -154,3 +154,34 @@ def test_a_bad_defence_is_a_usage_error(tmp_path, defences, message):
   result = _sweep(tmp_path, f'--defences={defences}')
   assert result.returncode != 0 and message in result.stderr
   assert not (tmp_path / 's').exists()  # refused before the sweep started
+def test_attack_specs_and_grids_key_the_runs_name_the_tables_and_resume(tmp_path):
+  """ALIE's grid and a parametrised attack: each canonical spec is a run's corruption (results.csv key), a table,
+  and a run directory; a grown list resumes, and a spec spelt differently is the same run."""
+  first = _sweep(tmp_path, '--algorithms=coordinate_median', '--corruptions=alie_grid,norm_aware(direction=ipm,c=1.40)',
+                 '--update_fractions=0,0.3', '--seeds=0', '--total_rounds=1')
+  assert first.returncode == 0, first.stderr[-3000:]
+  with open(tmp_path / 's' / 'results.csv') as f:
+    kinds = [r['corruption'] for r in csv.DictReader(f)]
+  assert kinds == ['none', 'alie', 'alie(z=1)', 'alie(z=2)', 'norm_aware(direction=ipm,c=1.4)']
+  table = (tmp_path / 's' / 'results.md').read_text()
+  assert '## alie(z=2) corruption' in table and '## norm_aware(direction=ipm,c=1.4) corruption' in table
+  assert (tmp_path / 's' / 'runs' / 'coordinate_median_norm_aware-direction=ipm-c=1.4_0.3_seed0').is_dir()
+  grown = _sweep(tmp_path, '--algorithms=coordinate_median',
+                 '--corruptions=alie,alie(z=1.0),alie(z=2),norm_aware(c=1.4,direction=ipm),mimic',
+                 '--update_fractions=0,0.3', '--seeds=0', '--total_rounds=1')
+  assert grown.returncode == 0, grown.stderr[-3000:]
+  assert 'resuming: 5 of 6 runs already in results.csv' in grown.stdout
+
+
+@pytest.mark.parametrize('corruptions, message', [
+    ('omniscient,alie(q=1)', "--corruptions: attack 'alie'"),
+    ('omniscient,poison', "--corruptions: unknown attack 'poison'"),
+])
+def test_a_bad_attack_spec_is_a_usage_error(tmp_path, corruptions, message):
+  result = subprocess.run(
+      [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg,rfa', f'--corruptions={corruptions}',
+       f'--root_output_dir={tmp_path}'],
+      cwd=_REPO, capture_output=True, text=True, timeout=300,
+  )
+  assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
+  assert not (tmp_path / 'robustness_sweep').exists()

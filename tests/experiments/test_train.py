@@ -459,6 +459,7 @@ def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_pat
 
 @pytest.mark.parametrize('attack, flags', [
     ('alie', ('--alie_z=1.5',)), ('ipm', ('--ipm_epsilon=0.5',)), ('sign_flipping', ()), ('label_flipping', ()),
+    ('norm_aware(direction=ipm,c=1.40)', ()),
 ])
 def test_the_attacks_of_issue_22_train_two_rounds_on_digits(tmp_path, attack, flags):
   result = train_runs.train(tmp_path, '--algorithm=fedavg', '--total_rounds=2', '--rounds_per_eval=2',
@@ -467,6 +468,8 @@ def test_the_attacks_of_issue_22_train_two_rounds_on_digits(tmp_path, attack, fl
   summary, rows = train_runs.outputs(tmp_path)
   assert summary['corruption'] == attack and summary['corruption_weight_share'] >= 0.3 and len(rows) == 2
   assert {'alie': {'alie_z': 1.5}, 'ipm': {'ipm_epsilon': 0.5}}.get(attack, {}).items() <= summary.items()
+  assert summary.get('attack') == {'alie': 'alie(z=1.5)', 'ipm': 'ipm(eps=0.5)', 'sign_flipping': 'sign_flipping',
+                                   'label_flipping': None}.get(attack, 'norm_aware(direction=ipm,c=1.4)')
   assert 0.0 <= summary['eval/accuracy'] <= 1.0 and np.isfinite(summary['eval/loss'])
   if attack != 'label_flipping':  # update attacks count the flagged clients of each cohort
     assert sum(float(row['aggregator/num_corrupted_clients']) for row in rows) > 0

@@ -48,12 +48,16 @@ def _assert_one_line_refusal(result, *names):
     (('--algorithm=fedavg', '--minibatch_fraction=0.1'), ('--minibatch_fraction', '--algorithm=fedavg')),
     (('--task=digits_cohorts', '--label_concentration=100'), ('--label_concentration', 'digits_cohorts')),
     (('--gpus=first',), ('--gpus',)),
+    (('--corruption=poison',), ('--corruption', "unknown attack 'poison'")),
     (('--task=synthetic_regression', '--corruption=label_flipping'),
      ('--corruption=label_flipping', 'tasks with class labels', '--task=synthetic_regression')),
     (('unexpected',), ('positional', 'unexpected')),
     (('--algorithm=fedavg', '--defence=arc>foo'), ('--defence', "unknown component 'foo'", 'rules: mean')),
     (('--algorithm=fedavg', '--defence=bucketing>krum'), ('--defence', 'krum cannot follow bucketing')),
     (('--algorithm=rfa', '--defence=arc>gm'), ('--defence', '--algorithm=fedavg')),
+    (('--corruption=alie(q=1)',), ('--corruption', "attack 'alie'", 'parameters: z')),
+    (('--corruption=min_max(direction=up)',), ('--corruption', 'direction must be one of unit_vec, std, sign')),
+    (('--corruption=alie(z=1)', '--alie_z=2'), ('--alie_z applies to --corruption=alie', 'give z in the spec')),
 ])
 def test_a_bad_flag_is_refused_in_one_line_before_tensorflow_is_imported(tmp_path, flags, names):
   result = _run(tmp_path, *flags)
@@ -109,7 +113,7 @@ def test_the_choices_spelt_out_for_the_flags_are_the_library_constants():
   assert (train_flags.CHANNEL_NAMES, train_flags.OUTAGE_ACTIONS) == (channels.CHANNEL_NAMES, channels.OUTAGE_ACTIONS)
   assert train_flags.MTFEEL_UPDATE_ORDERS == mtfeel.UPDATE_ORDERS
   assert train_flags.DDE_OUTPUTS == dde.OUTPUTS
-  assert train_flags.CORRUPTIONS == corruption.CORRUPTIONS
+  assert train_flags.DATA_CORRUPTIONS == corruption.DATA_CORRUPTIONS
   assert train_flags.DEFAULT_IPM_EPSILON == update_corruption.DEFAULT_IPM_EPSILON
 
 

@@ -3,6 +3,7 @@
 import collections
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -112,3 +113,54 @@ def test_the_tasks_listed_for_label_flipping_are_those_with_a_label_flip():
                'synthetic_regression_fedplus', 'emnist_linear_dfl', 'emnist_cnn'):
     task = tasks.create_task(name, client_epochs=1, client_batch_size=8, seed=0, use_synthetic_data=True)
     assert (task.flip_labels is not None) == (name in task_names.LABEL_FLIPPING_TASK_NAMES), name
+
+
+def test_attack_specs_with_parameters_are_update_attacks_and_bad_ones_are_refused():
+  task = digits.create_task(client_epochs=1, client_batch_size=8, seed=0)
+  chosen = corruption.select_corrupted_clients(task, 0.3, seed=4)
+  data_fn = corruption.make_client_data_fn(task, 'norm_aware(direction=ipm,c=1.4)', chosen)
+  assert {cid for cid in task.train_data.client_ids if bool(next(iter(data_fn(cid)[1])))} == chosen
+  assert str(corruption.update_attack('alie(z=1.0)')) == 'alie(z=1)' and corruption.update_attack('data') is None
+  for bad, message in (('alie(q=1)', "parameters: z"), ('poison', "unknown attack 'poison'")):
+    with pytest.raises(ValueError, match=message):
+      corruption.make_client_data_fn(task, bad, chosen)
+
+
+def test_every_algorithm_that_takes_update_corruption_gives_the_white_box_attacker_its_defence():
+  """The line search sees each defence algorithm's own chain: its stacked rule on a cohort with one far outlier is
+  the registry's rule of that chain (for rfa the geometric median, near the honest points, not the mean)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from tff_robust.aggregators import defences  # pylint: disable=g-import-not-at-top
+  from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
+  config = algorithms.AlgorithmConfig()
+  points = np.array([[0.0, 1.0], [0.1, 1.1], [-0.1, 0.9], [0.05, 1.0], [0.0, 0.95], [-0.05, 1.05], [70.0, -70.0]],
+                    np.float32)
+  weights, center = np.ones(7, np.float32), np.zeros(2, np.float32)
+  for name in algorithms.DEFENCE_ALGORITHM_NAMES:
+    algorithms.check_settings(name, config, clients_per_round=7, update_attack='line_search(direction=ipm)')
+    rule = algorithms.defence_stacked_rule(name, config, clients_per_round=7)
+    expected = defences.stacked_rule(algorithms.defence_spec(name, config), clients_per_round=7,
+                                     num_byzantine=config.num_byzantine)
+    np.testing.assert_allclose(rule(points, weights, center), expected(points, weights, center), rtol=1e-6)
+  median = algorithms.defence_stacked_rule('rfa', config, clients_per_round=7)(points, weights, center)
+  assert np.linalg.norm(np.asarray(median) - [0.0, 1.0]) < 0.5  # the mean is (10.0, -9.1)
+
+
+@pytest.mark.parametrize('algorithm, attack', [
+    ('filtered_centered_clipping', 'rop(radius=0.3)'), ('bucketing_rfa', 'min_max(direction=sign)'),
+    ('trimmed_mean', 'line_search(direction=alie,grid=3,refinements=2)'),
+])
+def test_an_adaptive_attack_composes_with_a_defence_of_the_runner(algorithm, attack):
+  """One round on 4 digits clients, one corrupted: the process runs and counts the corrupted client."""
+  from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
+  task = digits.create_task(client_epochs=1, client_batch_size=16, seed=0)
+  process = algorithms.build_learning_process(
+      algorithm, task.model_fn, algorithms.AlgorithmConfig(num_byzantine=1), clients_per_round=4,
+      update_attack=attack,
+  )
+  clients = task.train_data.client_ids[:4]
+  data = [(task.client_dataset(c), update_corruption_process.corruption_flag_dataset(i == 0))
+          for i, c in enumerate(clients)]
+  output = process.next(process.initialize(), data)
+  assert output.metrics['aggregator']['num_corrupted_clients'] == 1
+  assert all(np.all(np.isfinite(w)) for w in process.get_model_weights(output.state).trainable)

@@ -87,10 +87,16 @@ def _krum_scores(distances, active, num_byzantine):
   return tf.where(active, scores, tf.constant(float('inf'), tf.float64))
 
 
+def krum_scores(points, num_byzantine):
+  """Every point's Krum score over max(1, m - f - 2) neighbours (`robust_statistics.krum_scores`)."""
+  m = tf.shape(points, out_type=tf.int32)[0]
+  return _krum_scores(pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
+
+
 def multi_krum(points, weights, num_byzantine, num_selected=None):
   """Weighted mean of the `num_selected` (default m - f) points of lowest Krum score."""
   m = tf.shape(points, out_type=tf.int32)[0]
-  scores = _krum_scores(pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
+  scores = krum_scores(points, num_byzantine)
   count = m - num_byzantine if num_selected is None else tf.minimum(num_selected, m)
   selected = tf.math.top_k(-scores, k=count).indices  # top_k keeps the lower index first among ties
   chosen_weights = tf.gather(weights, selected)

@@ -1,4 +1,4 @@
-"""Choosing the corrupted clients and the NumPy reference of the omniscient attack (RFA paper, Sec. 5.1).
+"""Choosing the corrupted clients (RFA paper, Sec. 5.1); the attacks' NumPy references are `core.attacks`.
 
 The corruption level rho of eq. (5) is a share of the total data *weight*, not of the client count:
 rho = sum_{i in C} alpha_i / sum_i alpha_i. App. D.2.1: add uniformly random clients to C until their weight
@@ -26,16 +26,3 @@ def select_corrupted_clients(
   count = int(np.searchsorted(shares, fraction * (1 - 1e-12))) + 1
   return frozenset(client_ids[i] for i in order[:count])
 
-
-def omniscient_updates(updates: np.ndarray, weights: np.ndarray, corrupted: np.ndarray) -> np.ndarray:
-  """Every corrupted row becomes -(2 S_G + S_C) / A_C (S_G, S_C: weighted sums of honest / corrupted rows,
-  A_C: corrupted weight), so the cohort's weighted sum becomes minus the honest-behaviour weighted sum."""
-  updates, weights = np.asarray(updates, np.float64), np.asarray(weights, np.float64)
-  corrupted = np.asarray(corrupted, bool)
-  if not corrupted.any():
-    return updates
-  honest_sum = weights[~corrupted] @ updates[~corrupted]
-  corrupted_sum = weights[corrupted] @ updates[corrupted]
-  attacked = updates.copy()
-  attacked[corrupted] = -(2 * honest_sum + corrupted_sum) / weights[corrupted].sum()
-  return attacked

@@ -1,7 +1,7 @@
 """Learning algorithms selectable by name (the runner's `--algorithm`)."""
 
 import dataclasses
-from typing import Any, Mapping, Optional, Union
+from typing import Optional, Union
 
 import tensorflow_federated as tff
 
@@ -19,6 +19,7 @@ from tff_robust.processes import personalized_rfa
 from tff_robust.processes import rfa
 from tff_robust.processes import sign_sgd
 from tff_robust.processes import stateful_clients
+from tff_robust.core.attacks import catalog
 from tff_robust.simulation import algorithm_names
 from tff_robust.simulation import update_corruption_process
 
@@ -168,6 +169,15 @@ def check_settings(
   return aggregator
 
 
+def defence_stacked_rule(name: str, config: AlgorithmConfig, clients_per_round: Optional[int]):
+  """The white-box attacker's view of algorithm `name`'s defence (one of `DEFENCE_ALGORITHM_NAMES`): its chain's
+  stacked TensorFlow rule (`defences.stacked_rule`)."""
+  if clients_per_round is None:
+    raise ValueError(f'a white-box attack on {name} needs clients_per_round (its defence is simulated on the cohort)')
+  spec = config.defence if config.defence is not None else defence_spec(name, config)
+  return defences.stacked_rule(spec, clients_per_round=clients_per_round, num_byzantine=config.num_byzantine)
+
+
 def build_learning_process(
     name: str,
     model_fn,
@@ -175,7 +185,6 @@ def build_learning_process(
     *,
     clients_per_round: Optional[int] = None,
     update_attack: Optional[str] = None,
-    attack_options: Optional[Mapping[str, Any]] = None,
     seed: int = 0,
 ) -> Union[tff.learning.templates.LearningProcess, stateful_clients.StatefulClientProcess,
            indexed_clients.IndexedClientsProcess]:
@@ -188,9 +197,9 @@ def build_learning_process(
   `norm_filter(k=norm_filter_multiplier)>centered_clipping(tau=centered_clipping_radius,
   iters=centered_clipping_iterations)`), or `fedavg` with `config.defence`; `rfa` is the aggregator of
   `build_rfa_process` (`rfa.rfa_aggregator`), so it is that process. With `update_attack`
-  (`update_corruption.ATTACKS`) the process takes `(dataset, flag dataset)` per client and poisons the
-  flagged clients' updates before the aggregator (`update_corruption_process`); `attack_options` are the
-  attack's keyword arguments there (`alie_z`, `ipm_epsilon`).
+  (an attack spec, `tff_robust.core.attacks.catalog`, e.g. 'alie(z=1)') the process takes `(dataset, flag
+  dataset)` per client and poisons the flagged clients' updates before the aggregator
+  (`update_corruption_process`); white-box attacks get the chain's stacked rule (`defences.stacked_rule`).
 
   `delta_fl` is `tff_robust.processes.delta_fl.build_delta_fl_process` with the config's conformity level,
   quantile method, passes and threshold period.
@@ -261,7 +270,9 @@ def build_learning_process(
   if update_attack is not None:
     return update_corruption_process.build_update_corruption_process(
         model_fn, client_optimizer, server_optimizer,
-        model_aggregator=aggregator, attack=update_attack, seed=seed, **(attack_options or {}),
+        model_aggregator=aggregator, attack=update_attack, seed=seed,
+        stacked_rule=defence_stacked_rule(name, config, clients_per_round)
+        if catalog.parse(update_attack).info.needs_stacked_rule else None,
     )
   return composition.build_fed_avg_process(
       model_fn, client_optimizer, server_optimizer, model_aggregator=aggregator

@@ -1,8 +1,9 @@
 """Runner-side corruption set-up: which clients are corrupted and what data each client feeds the process.
 
 Data attacks change a corrupted client's raw data: 'data' is the task's own poisoning (`Task.corrupt_train`),
-'label_flipping' its y -> C - 1 - y (`Task.flip_labels`). Update attacks (`UPDATE_ATTACKS`) change what it
-sends (`tff_robust.aggregators.update_corruption`).
+'label_flipping' its y -> C - 1 - y (`Task.flip_labels`). Update attacks (`UPDATE_ATTACKS`, given as attack specs
+such as 'alie(z=1)': `tff_robust.core.attacks.catalog`) change what it sends
+(`tff_robust.aggregators.update_corruption`).
 """
 
 import dataclasses
@@ -12,11 +13,26 @@ from typing import Callable
 import numpy as np
 
 from tff_robust.core import corruption as core_corruption
+from tff_robust.core.attacks import catalog
 from tff_robust.simulation import update_corruption_process
 from tff_robust.simulation.tasks import base
 
-CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient', 'alie', 'ipm', 'sign_flipping', 'label_flipping')
-UPDATE_ATTACKS = ('gaussian', 'omniscient', 'alie', 'ipm', 'sign_flipping')
+UPDATE_ATTACKS = catalog.ATTACK_NAMES
+DATA_CORRUPTIONS = ('none', 'data', 'label_flipping')
+
+
+def update_attack(corruption: str):
+  """The checked `catalog.AttackSpec` of `corruption` if it is an update attack, else None.
+
+  Raises:
+    ValueError: for a corruption that is neither a data corruption nor an attack spec `catalog.parse` accepts.
+  """
+  if corruption in DATA_CORRUPTIONS:
+    return None
+  try:
+    return catalog.parse(corruption)
+  except ValueError as error:
+    raise ValueError(f'corruption must be one of {DATA_CORRUPTIONS} or an update attack spec: {error}') from None
 
 
 @functools.cache
@@ -46,9 +62,7 @@ def make_client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[s
   Raises:
     ValueError: for an unknown corruption, or label flipping on a task without class labels.
   """
-  if corruption not in CORRUPTIONS:
-    raise ValueError(f'corruption must be one of {CORRUPTIONS}, got {corruption!r}')
-  if corruption in UPDATE_ATTACKS:
+  if update_attack(corruption) is not None:
     return lambda cid: (
         task.client_dataset(cid), update_corruption_process.corruption_flag_dataset(cid in corrupted)
     )

@@ -15,6 +15,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import update_corruption
+from tff_robust.aggregators.attacks import base
 from tff_robust.processes import composition
 
 
@@ -59,21 +60,18 @@ def build_update_corruption_process(
     server_optimizer_fn: tff.learning.optimizers.Optimizer,
     *,
     model_aggregator: tff.aggregators.WeightedAggregationFactory,
-    attack: str,
-    gaussian_mode: str = 'replace',
+    attack,
     seed: int = 0,
     client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
-    alie_z: Optional[float] = None,
-    ipm_epsilon: float = update_corruption.DEFAULT_IPM_EPSILON,
+    stacked_rule: Optional[base.StackedRule] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds the process; `next(state, [(dataset, corruption_flag_dataset(flag)), ...])`.
 
-  `attack`, `gaussian_mode`, `seed`, `alie_z` and `ipm_epsilon` are `update_corruption.UpdateCorruptionFactory`'s.
+  `attack` (a spec such as 'alie(z=1)'), `seed` and `stacked_rule` (the defence's, for white-box attacks) are
+  `update_corruption.UpdateCorruptionFactory`'s.
   """
   client_work = _flag_emitting_client_work(composition.count_nonfinite_updates(
       tff.learning.templates.build_model_delta_client_work(model_fn, client_optimizer_fn, client_weighting)
   ))
-  aggregator = update_corruption.UpdateCorruptionFactory(
-      attack, model_aggregator, gaussian_mode=gaussian_mode, seed=seed, alie_z=alie_z, ipm_epsilon=ipm_epsilon
-  )
+  aggregator = update_corruption.UpdateCorruptionFactory(attack, model_aggregator, seed=seed, stacked_rule=stacked_rule)
   return composition.compose_with_fedavg_parts(model_fn, client_work, aggregator, server_optimizer_fn)

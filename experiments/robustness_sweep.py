@@ -13,7 +13,9 @@ and writes to <root_output_dir>/<experiment_name>/:
                 rounds; a grown grid adds only its new runs); other per-run settings are refused
                 (run_settings.json) unless --experiment_name names a new directory;
   results.md    mean [min, max] over seeds of the final accuracy, algorithm x rho, one table per corruption;
-  accuracy_vs_corruption.png   one panel per corruption, one line per aggregator, min-max band over seeds.
+  accuracy_vs_corruption.png   one panel per corruption, one line per aggregator, min-max band over seeds;
+  worst_case.md per rho, defence x attack (mean over seeds), each defence's worst case over the suite last
+                (`experiments.worst_case_tables`).
 --corruptions takes the data corruptions (data, label_flipping) and update attack specs, name(key=value,...)
 (`tff_robust.core.attacks.catalog`; commas inside brackets do not split the list), and the named grids alie_grid
 (ALIE at z = the paper's z_max, 1, 2) and ipm_grid (IPM at eps = 0.1, 1, 2). A run's corruption is the spec's
@@ -42,6 +44,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tqdm  # pylint: disable=g-import-not-at-top
 
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
+from experiments import worst_case_tables  # pylint: disable=g-import-not-at-top
 from tff_robust.aggregators.defences import registry as defence_registry  # pylint: disable=g-import-not-at-top
 from tff_robust.core.attacks import catalog  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
@@ -358,7 +361,8 @@ def main(argv):
   rows = [finished[run] for run in runs]
   write_table(rows, os.path.join(output_dir, 'results.md'))
   plot(rows, os.path.join(output_dir, 'accuracy_vs_corruption.png'))
-  print(f'wrote {output_dir}/results.csv, results.md, accuracy_vs_corruption.png')
+  worst_case_tables.write_worst_case_tables(rows, os.path.join(output_dir, 'worst_case.md'))
+  print(f'wrote {output_dir}/results.csv, results.md, accuracy_vs_corruption.png, worst_case.md')
 
 
 if __name__ == '__main__':

@@ -1,0 +1,78 @@
+"""The worst-case tables: a defence's worst case is the smallest of its per-attack means over seeds."""
+
+import numpy as np
+import pytest
+
+from experiments import worst_case_tables
+
+
+def _rows(accuracies):
+  """results.csv rows from {(defence, corruption, fraction): [accuracy per seed]}."""
+  return [dict(algorithm=defence, corruption=corruption, fraction=fraction, seed=seed, accuracy=accuracy,
+               calls_per_round=3.0 if defence == 'rfa' else 1.0)
+          for (defence, corruption, fraction), per_seed in accuracies.items()
+          for seed, accuracy in enumerate(per_seed)]
+
+
+_ACCURACIES = {
+    ('fedavg', 'none', 0.0): [0.93, 0.95, 0.94],
+    ('fedavg', 'omniscient', 0.2): [0.10, 0.12, 0.08],
+    ('fedavg', 'ipm(eps=1)', 0.2): [0.80, 0.90, 0.70],
+    ('rfa', 'none', 0.0): [0.94, 0.94, 0.95],
+    ('rfa', 'omniscient', 0.2): [0.90, 0.60, 0.90],  # mean 0.8: worse than its ipm mean though its best seeds win
+    ('rfa', 'ipm(eps=1)', 0.2): [0.85, 0.86, 0.84],
+    ('rfa', 'omniscient', 0.25): [0.5, 0.6, 0.7],
+}
+
+
+def test_the_worst_case_is_the_minimum_over_attacks_of_the_mean_over_seeds():
+  rows = _rows(_ACCURACIES)
+  worst = worst_case_tables.worst_cases(rows, 0.2)
+  for defence in ('fedavg', 'rfa'):
+    means = {attack: np.mean(_ACCURACIES[(defence, attack, 0.2)]) for attack in ('omniscient', 'ipm(eps=1)')}
+    expected_attack = min(means, key=means.get)
+    assert worst[defence][1] == expected_attack
+    assert worst[defence][0] == pytest.approx(means[expected_attack])
+  assert worst['rfa'] == (pytest.approx(0.8), 'omniscient')  # not the seed-wise minimum 0.6
+
+
+def test_the_order_of_rows_does_not_change_the_table():
+  rows = _rows(_ACCURACIES)
+  reference = worst_case_tables.worst_case_table(rows, 0.2)
+  rng = np.random.default_rng(0)
+  for _ in range(20):
+    shuffled = [rows[i] for i in rng.permutation(len(rows))]
+    # Defences are listed in order of first appearance; each defence's line does not depend on the order.
+    expected = {line.split(' |')[0]: line for line in reference.splitlines() if line.startswith('| ')}
+    got = {line.split(' |')[0]: line for line in worst_case_tables.worst_case_table(shuffled, 0.2).splitlines()
+           if line.startswith('| ')}
+    assert got == expected
+
+
+def test_a_defence_missing_an_attack_has_no_worst_case_and_the_table_says_so():
+  rows = _rows(_ACCURACIES)
+  table = worst_case_tables.worst_case_table(rows, 0.25)
+  assert 'rfa' in worst_case_tables.worst_cases(rows, 0.25) and 'fedavg' not in worst_case_tables.worst_cases(rows, 0.25)
+  fedavg_line = next(line for line in table.splitlines() if line.startswith('| fedavg |'))
+  assert fedavg_line.endswith('| - | - |')
+  rfa_line = next(line for line in table.splitlines() if line.startswith('| rfa |'))
+  assert '| 3 | 0.943 | 0.600 | **0.600** | omniscient |' in rfa_line
+
+
+def test_cells_with_fewer_seeds_are_marked_with_their_count():
+  accuracies = dict(_ACCURACIES)
+  accuracies[('fedavg', 'ipm(eps=1)', 0.2)] = [0.8, 0.9]
+  table = worst_case_tables.worst_case_table(_rows(accuracies), 0.2)
+  assert '0.850 (2)' in table and 'over 3 seeds' in table
+
+
+def test_a_level_without_attacked_runs_is_refused():
+  with pytest.raises(ValueError, match='fraction=0.4'):
+    worst_case_tables.worst_case_table(_rows(_ACCURACIES), 0.4)
+
+
+def test_the_file_has_one_table_per_attacked_level(tmp_path):
+  path = tmp_path / 'worst_case.md'
+  worst_case_tables.write_worst_case_tables(_rows(_ACCURACIES), str(path))
+  text = path.read_text()
+  assert text.count('## rho = ') == 2 and '## rho = 0.2' in text and '## rho = 0.25' in text

@@ -32,6 +32,7 @@ from absl import logging  # pylint: disable=g-import-not-at-top
 
 from experiments import exit_statuses  # pylint: disable=g-import-not-at-top
 from experiments import train_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 
 flags.adopt_module_key_flags(train_flags)  # --help lists them
 
@@ -53,22 +54,14 @@ def main(argv) -> int:
   return train_program.run()
 
 
-def _refuse(message: str) -> None:
-  sys.stderr.write(f'error: {" ".join(str(message).split())}\n')
-  sys.exit(exit_statuses.REFUSED)
-
-
 def _run_command() -> None:
   app.define_help_flags()  # --help, --helpfull: print the help and exit
-  try:
-    argv = flags.FLAGS(sys.argv)
-  except flags.Error as error:
-    _refuse(error)
+  argv = finite_flags.parse_flags(sys.argv)  # absl's checks, then no float flag NaN or infinite
   logging.use_absl_handler()
   try:
     sys.exit(main(argv))
   except train_flags.Refusal as error:
-    _refuse(error)
+    finite_flags.refuse(error)
   except KeyboardInterrupt:  # outside the rounds (`train_program.run` reports one during them)
     sys.stderr.write('Interrupted; the same command resumes the run from its newest checkpoint, if it has one.\n')
     sys.exit(exit_statuses.INTERRUPTED)

@@ -217,6 +217,13 @@ OVERWRITE = flags.DEFINE_bool(
     'holding a run with other settings (run_settings.json) is refused.',
 )
 ROUNDS_PER_EVAL = flags.DEFINE_integer('rounds_per_eval', 10, 'Rounds between evaluations.', lower_bound=1)
+STOP_AFTER_ROUNDS_WITHOUT_UPDATE = flags.DEFINE_integer(
+    'stop_after_rounds_without_update', 3,
+    'Stop with exit status 3 after this many rounds in a row in which no client\'s update counted (every update '
+    'non-finite, every dataset empty or every client filtered out; each such round is logged as a warning and '
+    'counted in summary.json); 0: never stop.',
+    lower_bound=0,
+)
 USE_SYNTHETIC_DATA = flags.DEFINE_bool(
     'use_synthetic_data', False, 'TFF baseline tasks: use TFF synthetic data (offline) instead of real data.'
 )
@@ -317,6 +324,7 @@ MAX_CONCURRENT_COMPUTATION_CALLS = flags.DEFINE_integer(
 NON_DEFINING_FLAGS = frozenset({
     'total_rounds', 'rounds_per_eval', 'rounds_per_checkpoint', 'progress_bar', 'root_output_dir', 'experiment_name',
     'overwrite', 'data_cache_dir', 'tff_worker_address', 'gpus', 'max_concurrent_computation_calls',
+    'stop_after_rounds_without_update',
 })
 
 

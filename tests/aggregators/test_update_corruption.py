@@ -173,7 +173,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match='alie_z must be a finite number'):
       update_corruption.UpdateCorruptionFactory('alie', tff.aggregators.MeanFactory(), alie_z=z)
   for epsilon in (-0.1, math.inf, math.nan):
-    with pytest.raises(ValueError, match=r'ipm_epsilon must be finite and >= 0'):
+    with pytest.raises(ValueError, match=r'ipm_epsilon must be a finite number >= 0'):
       update_corruption.UpdateCorruptionFactory('ipm', tff.aggregators.MeanFactory(), ipm_epsilon=epsilon)
   with pytest.raises(TypeError, match='value_type'):
     update_corruption.UpdateCorruptionFactory('gaussian', tff.aggregators.MeanFactory()).create(

@@ -38,6 +38,8 @@ def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
   assert distances[-1] < 0.5 * distances[0]
   assert {'eval/mse', 'eval/loss', 'rounds', 'secure_average_calls'} <= set(summary)
   assert summary['secure_average_calls'] == 6
+  assert summary['rounds_without_counted_update'] == 0  # every client's update counted in every round
+  assert [r['counted_updates'] for r in rows] == ['10'] * 6
 
 
 def test_the_runner_says_once_that_it_runs_on_cpu_when_tensorflow_sees_no_gpu(tmp_path):
@@ -184,6 +186,7 @@ def _refusal(flag_values, argv) -> str:
         ('--num_selected=-1', 'num_selected'),
         ('--seed=-1', 'seed'),
         ('--rounds_per_eval=0', 'rounds_per_eval'),
+        ('--stop_after_rounds_without_update=-1', 'stop_after_rounds_without_update'),
         ('--use_synthetic_data=maybe', 'use_synthetic_data'),
         ('--corruption=flip', 'corruption'),
         ('--corruption_fraction=1', 'corruption_fraction'),

@@ -31,7 +31,6 @@ component.
 """
 
 import collections
-import math
 from typing import Optional
 
 import numpy as np
@@ -59,10 +58,9 @@ class UpdateCorruptionFactory(tff.aggregators.WeightedAggregationFactory):
       raise ValueError(f'attack must be one of {ATTACKS}, got {attack!r}')
     if gaussian_mode not in GAUSSIAN_MODES:
       raise ValueError(f'gaussian_mode must be one of {GAUSSIAN_MODES}, got {gaussian_mode!r}')
-    if alie_z is not None and not math.isfinite(alie_z):
-      raise ValueError(f'alie_z must be a finite number or None (the paper\'s z_max), got {alie_z!r}')
-    if not 0 <= ipm_epsilon < math.inf:
-      raise ValueError(f'ipm_epsilon must be finite and >= 0, got {ipm_epsilon!r}')
+    if alie_z is not None:  # None: the paper's z_max, each round
+      type_checks.check_number('alie_z', alie_z)
+    type_checks.check_number('ipm_epsilon', ipm_epsilon, minimum=0.0)
     if not isinstance(inner_factory, tff.aggregators.WeightedAggregationFactory):
       raise TypeError(f'inner_factory must be a tff.aggregators.WeightedAggregationFactory, got {inner_factory!r}')
     self._attack = attack

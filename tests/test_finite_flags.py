@@ -51,16 +51,19 @@ def _binaries() -> dict:
   return found
 
 
+def _is_parse_flags(node: ast.AST) -> bool:
+  return (isinstance(node, ast.Attribute) and node.attr == 'parse_flags' and isinstance(node.value, ast.Name)
+          and node.value.id == 'finite_flags')
+
+
 def _calls_parse_flags(tree: ast.Module) -> bool:
   """Whether the binary's command line goes through `finite_flags.parse_flags`: as `app.run`'s `flags_parser`,
   or called directly (`experiments.train`, which parses before importing TensorFlow)."""
-  for node in ast.walk(tree):
-    named = lambda value: (isinstance(value, ast.Attribute) and value.attr == 'parse_flags'
-                           and isinstance(value.value, ast.Name) and value.value.id == 'finite_flags')
-    if isinstance(node, ast.Call) and (named(node.func) or any(named(k.value) for k in node.keywords
-                                                                if k.arg == 'flags_parser')):
-      return True
-  return False
+  return any(
+      isinstance(node, ast.Call) and (_is_parse_flags(node.func) or any(
+          keyword.arg == 'flags_parser' and _is_parse_flags(keyword.value) for keyword in node.keywords))
+      for node in ast.walk(tree)
+  )
 
 
 def test_the_scan_finds_every_binary_the_issue_names():
@@ -70,23 +73,24 @@ def test_the_scan_finds_every_binary_the_issue_names():
 @pytest.mark.parametrize('binary', sorted(_binaries()))
 def test_every_binary_parses_its_command_line_with_the_finite_check(binary):
   tree = _binaries()[binary]
-  block = _main_block(tree)
-  runs_app = any(isinstance(node, ast.Attribute) and node.attr == 'run' for stmt in block for node in ast.walk(stmt))
   assert _calls_parse_flags(tree), f'{binary} does not parse with finite_flags.parse_flags'
-  if runs_app:  # `app.run(main)` alone would parse with absl's parser: the keyword must be there
-    calls = [node for stmt in block for node in ast.walk(stmt) if isinstance(node, ast.Call)
-             and isinstance(node.func, ast.Attribute) and node.func.attr == 'run']
-    assert all(any(k.arg == 'flags_parser' for k in call.keywords) for call in calls), binary
+  app_runs = [node for statement in _main_block(tree) for node in ast.walk(statement) if isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Attribute) and node.func.attr == 'run']
+  # `app.run(main)` alone would parse with absl's own parser
+  assert all(any(_is_parse_flags(k.value) for k in call.keywords if k.arg == 'flags_parser') for call in app_runs)
+
+
+def _run_module(module: str, *args) -> subprocess.CompletedProcess:
+  """`python -m module args` in a process of its own (forked from the test session's fork server if enabled)."""
+  if fork_server.enabled():
+    return fork_server.run(module, list(args), cwd=str(_REPO), env=os.environ, timeout=600)
+  return subprocess.run([sys.executable, '-m', module, *args], cwd=_REPO, capture_output=True, text=True,
+                        timeout=600, check=False)
 
 
 def _probe(binary: str) -> dict:
   """{'--flag=value': [exit status, stderr]} of `tests.finite_flag_probe` in a process of the binary's own."""
-  args = [binary]
-  if fork_server.enabled():
-    result = fork_server.run('tests.finite_flag_probe', args, cwd=str(_REPO), env=os.environ, timeout=600)
-  else:
-    result = subprocess.run([sys.executable, '-m', 'tests.finite_flag_probe', *args], cwd=_REPO,
-                            capture_output=True, text=True, timeout=600, check=False)
+  result = _run_module('tests.finite_flag_probe', binary)
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.splitlines()[-1])
 
@@ -109,12 +113,8 @@ def test_the_sweeps_float_lists_are_among_the_checked_flags():
 
 def test_a_sweep_refuses_a_nan_learning_rate_before_it_starts(tmp_path):
   """The issue's case: `robustness_sweep --client_learning_rate=nan` started its sweep."""
-  args = ['--client_learning_rate=nan', f'--root_output_dir={tmp_path}', '--total_rounds=1']
-  if fork_server.enabled():
-    result = fork_server.run('experiments.robustness_sweep', args, cwd=str(_REPO), env=os.environ, timeout=600)
-  else:
-    result = subprocess.run([sys.executable, '-m', 'experiments.robustness_sweep', *args], cwd=_REPO,
-                            capture_output=True, text=True, timeout=600, check=False)
+  result = _run_module('experiments.robustness_sweep', '--client_learning_rate=nan', f'--root_output_dir={tmp_path}',
+                       '--total_rounds=1')
   assert result.returncode == finite_flags.REFUSED, result.stderr[-3000:]
   assert result.stderr.splitlines() == ['error: --client_learning_rate=nan: must be a number, not NaN']
   assert not os.listdir(tmp_path)

@@ -62,12 +62,14 @@ _VALID_ARGUMENTS = {
     'tff_robust.processes.personalized_rfa.build_personalized_rfa_process': lambda: dict(
         model_fn=small_model.model_fn, client_optimizer_fn=_sgd()),
     'tff_robust.processes.rfa.rfa_aggregator': dict,
-    'tff_robust.processes.rfa.build_rfa_process': lambda: dict(model_fn=small_model.model_fn, client_optimizer_fn=_sgd()),
+    'tff_robust.processes.rfa.build_rfa_process': lambda: dict(
+        model_fn=small_model.model_fn, client_optimizer_fn=_sgd()),
     'tff_robust.processes.sign_sgd.build_sign_sgd_process': lambda: dict(
         model_fn=small_model.model_fn, num_clients=_NUM_CLIENTS, learning_rate=0.1),
     'tff_robust.aggregators.baselines.trimmed_mean_factory': lambda: dict(trim_fraction=0.1),
     'tff_robust.aggregators.baselines.norm_clipping_factory': lambda: dict(clipping_norm=1.0),
-    'tff_robust.aggregators.centered_clipping.secure_mean_factory': lambda: dict(clip_radius=1.0, max_client_weight=10.0),
+    'tff_robust.aggregators.centered_clipping.secure_mean_factory': lambda: dict(
+        clip_radius=1.0, max_client_weight=10.0),
     'tff_robust.aggregators.centered_clipping.CenteredClippingFactory': lambda: dict(clip_radius=1.0),
     'tff_robust.aggregators.channels.RayleighBPSKChannel': lambda: dict(snr_db=10.0),
     'tff_robust.aggregators.channels.BlockOutageChannel': lambda: dict(snr_db=10.0),

@@ -1,6 +1,6 @@
 """Refusals of `python -m experiments.train`: one line on stderr naming the flag, exit status 2, no traceback and
-no help; the flags (NaN and +-inf in float flags included) are checked before TensorFlow is imported. Also: the choices `train_flags` spells out are the
-library's."""
+no help; the flags (NaN and +-inf in float flags included) are checked before TensorFlow is imported. Also: the
+choices `train_flags` spells out are the library's."""
 
 import os
 import subprocess

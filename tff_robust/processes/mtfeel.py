@@ -86,10 +86,10 @@ def build_mtfeel_process(
   Returns:
     An `IndexedClientsProcess` without a global model: `personal_model_weights(state, k)` is w_k;
     `artifacts(state)` gives alpha and the discrepancies. Metrics: `client_work/train/loss` (mean over
-    devices of Lhat(w_m, S_m)), `client_work/num_empty_datasets` (devices without data), `aggregator/` (the channel's `bits`, `bit_errors`, `outages`,
-    `uplink_bits` with the losses, `num_nonfinite_clients`) and `server/` (`objective` (7) at (W^t,
-    alpha^t), `weight_change` and `alpha_change`: mean over k of ||w_k^{t+1} - w_k^t||^2 and
-    ||alpha_k^{t+1} - alpha_k^t||^2, the paper's Fig. 3).
+    devices of Lhat(w_m, S_m)), `client_work/num_empty_datasets` (devices without data), `aggregator/` (the
+    channel's `bits`, `bit_errors`, `outages`, `uplink_bits` with the losses, `num_nonfinite_clients`) and
+    `server/` (`objective` (7) at (W^t, alpha^t), `weight_change` and `alpha_change`: mean over k of
+    ||w_k^{t+1} - w_k^t||^2 and ||alpha_k^{t+1} - alpha_k^t||^2, the paper's Fig. 3).
 
   Raises:
     ValueError: for an argument out of range, naming it.

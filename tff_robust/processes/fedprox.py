@@ -43,10 +43,13 @@ def build_fedprox_client_work(
   (zero update, weight 0, metrics reset) and counted in `num_nonfinite_updates`; `num_empty_datasets`
   counts clients without data. `train` is `metrics_aggregator` over the cohort's model metrics.
 
+  `proximal_strength` may be negative here (`build_fedprox_process` takes mu >= 0): at -mu this client work,
+  composed with FedAvg's parts, is TFF 0.87's `build_weighted_fed_prox` at mu (`tests/processes/test_fedprox.py`).
+
   Raises:
-    ValueError: for a `proximal_strength` that is not a finite number >= 0.
+    ValueError: for a `proximal_strength` that is not a finite number.
   """
-  proximal_strength = type_checks.check_number('proximal_strength', proximal_strength, minimum=0.0)
+  proximal_strength = type_checks.check_number('proximal_strength', proximal_strength)
   data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
 
   @tff.tensorflow.computation(weights_type, data_type)

@@ -26,6 +26,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import  (b
 from benchmarks import timing  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 
 DEFENCES = ('bucketing_rfa', 'centered_clipping', 'filtered_centered_clipping')
@@ -77,4 +78,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

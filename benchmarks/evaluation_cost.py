@@ -29,6 +29,7 @@ import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 from benchmarks import timing  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import evaluation  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import paper_splits  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import shakespeare_papers  # pylint: disable=g-import-not-at-top
@@ -80,4 +81,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

@@ -25,6 +25,7 @@ from tff_robust.processes import stateful_clients  # pylint: disable=g-import-no
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import client_state_store  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 
 _TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Task of the round-time comparison.')
@@ -93,4 +94,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

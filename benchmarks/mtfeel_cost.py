@@ -25,6 +25,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import  (b
 from benchmarks import timing  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import metrics_utils  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import digits_cohorts  # pylint: disable=g-import-not-at-top
 
@@ -69,4 +70,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

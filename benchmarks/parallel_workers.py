@@ -29,6 +29,7 @@ import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 from benchmarks import process_stats  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 
 _ALGORITHMS = flags.DEFINE_list('algorithms', ['fedavg'], 'Algorithms to time.')
@@ -116,4 +117,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

@@ -42,6 +42,7 @@ from benchmarks import scaling_model_size  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_passes  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_report  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 
 SECTIONS = {'algorithms': scaling_algorithms.section, 'cohorts': scaling_cohorts.section,
             'model_size': scaling_model_size.section, 'quantile_passes': quantile_passes.section,
@@ -66,4 +67,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

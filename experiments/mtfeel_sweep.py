@@ -31,7 +31,6 @@ Writes to <root_output_dir>/<experiment_name>/:
 import collections
 import csv
 import json
-import math
 import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
@@ -47,6 +46,7 @@ from experiments import mtfeel_report  # pylint: disable=g-import-not-at-top
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import digits_cohorts  # pylint: disable=g-import-not-at-top
 
@@ -60,10 +60,10 @@ Run = collections.namedtuple('Run', ['method', 'channel', 'snr_db', 'flip_probab
 _METHODS = flags.DEFINE_list('methods', list(METHODS), f'Methods run error-free, among {list(METHODS)}.')
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds (data draw, shuffling, channel noise, DDE probes).')
 _TOTAL_ROUNDS = flags.DEFINE_integer('total_rounds', 100, 'Rounds per run.', lower_bound=1)
-_SNR_DB_VALUES = flags.DEFINE_list('snr_db_values', ['-20', '-10', '-5', '0', '5', '10', '20'],
-                                   'SNRs (dB) of the Rayleigh sweep.')
-_FLIP_PROBABILITIES = flags.DEFINE_list('flip_probabilities', ['0', '0.1', '0.2', '0.3', '0.4', '0.5'],
-                                        'Flip probabilities of the binary-symmetric-channel sweep.')
+_SNR_DB_VALUES = finite_flags.define_float_list('snr_db_values', [-20, -10, -5, 0, 5, 10, 20],
+                                                'SNRs (dB) of the Rayleigh sweep.')
+_FLIP_PROBABILITIES = finite_flags.define_float_list('flip_probabilities', [0, 0.1, 0.2, 0.3, 0.4, 0.5],
+                                                     'Flip probabilities of the binary-symmetric-channel sweep.')
 _SWEEP_METHODS = flags.DEFINE_list('sweep_methods', ['mtfeel', 'signsgd'], 'Methods swept over the channels.')
 _MTFEEL_LEARNING_RATE = flags.DEFINE_float('mtfeel_learning_rate', 1.0, 'MtFEEL eta (signed step).',
                                            lower_bound=1e-30)
@@ -172,10 +172,9 @@ def main(argv):
   if unknown:
     raise app.UsageError(f'--sweep_methods: unknown {sorted(unknown)}; allowed {algorithms.INDEXED_ALGORITHM_NAMES}')
   seeds = _parsed(_SEEDS.value, int, 'seeds')
-  snr_values = _parsed(_SNR_DB_VALUES.value, float, 'snr_db_values')
-  flip_probabilities = _parsed(_FLIP_PROBABILITIES.value, float, 'flip_probabilities')
-  if not all(math.isfinite(v) for v in snr_values) or not all(0 <= p <= 1 for p in flip_probabilities):
-    raise app.UsageError('--snr_db_values must be finite and --flip_probabilities must lie in [0, 1]')
+  snr_values, flip_probabilities = _SNR_DB_VALUES.value, _FLIP_PROBABILITIES.value  # finite (parse_flags)
+  if not all(0 <= p <= 1 for p in flip_probabilities):
+    raise app.UsageError('--flip_probabilities must lie in [0, 1]')
   runs = _runs(_METHODS.value, _SWEEP_METHODS.value, snr_values, flip_probabilities, seeds)
   if not runs:
     raise app.UsageError('nothing to run: give --seeds and --methods or --sweep_methods')
@@ -210,4 +209,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

@@ -27,6 +27,7 @@ from absl import flags
 from experiments import convergence_curves
 from experiments import device_histograms
 from experiments import paper_tables
+from tff_robust.simulation import finite_flags
 
 _INPUTS = flags.DEFINE_list('inputs', [], 'Run directories, summary.json or [TASK=]results.csv files.')
 _CSV_TASK = flags.DEFINE_string('csv_task', 'digits', 'Task of a results.csv given without TASK=.')
@@ -80,4 +81,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

@@ -50,6 +50,7 @@ from tff_robust.core.attacks import catalog  # pylint: disable=g-import-not-at-t
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import run_settings  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
@@ -71,9 +72,9 @@ _CORRUPTIONS = flags.DEFINE_string(
     'Comma-separated corruptions: data, label_flipping, update attack specs name(key=value,...) of '
     f'{", ".join(catalog.ATTACK_NAMES)}, and the grids {", ".join(catalog.GRIDS)}.',
 )
-_DATA_FRACTIONS = flags.DEFINE_list('data_fractions', ['0', '0.01', '0.1', '0.25'], 'rho for data corruption.')
-_UPDATE_FRACTIONS = flags.DEFINE_list(
-    'update_fractions', ['0', '0.01', '0.1', '0.25', '0.4'],
+_DATA_FRACTIONS = finite_flags.define_float_list('data_fractions', [0, 0.01, 0.1, 0.25], 'rho for data corruption.')
+_UPDATE_FRACTIONS = finite_flags.define_float_list(
+    'update_fractions', [0, 0.01, 0.1, 0.25, 0.4],
     'rho for every corruption but data: label_flipping and the update attacks (gaussian, omniscient, alie, ...).'
 )
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1'], 'Seeds (client sampling and the corrupted set).')
@@ -301,8 +302,7 @@ def main(argv):
         except ValueError as error:
           flag = 'defences' if algorithm in defences else 'algorithms'
           raise app.UsageError(f'--{flag}={algorithm} with --corruptions={kind}: {error}') from None
-  data_fractions = _parsed(_DATA_FRACTIONS.value, float, 'data_fractions')
-  update_fractions = _parsed(_UPDATE_FRACTIONS.value, float, 'update_fractions')
+  data_fractions, update_fractions = _DATA_FRACTIONS.value, _UPDATE_FRACTIONS.value
   if any(not 0 <= f < 1 for f in data_fractions + update_fractions):
     raise app.UsageError('--data_fractions and --update_fractions must lie in [0, 1)')
   seeds = _parsed(_SEEDS.value, int, 'seeds')
@@ -366,4 +366,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

@@ -30,10 +30,11 @@ from experiments import worker_exit_report  # pylint: disable=g-import-not-at-to
 from tff_robust.processes import delta_fl  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
 
-_CONFORMITY_LEVELS = flags.DEFINE_list('conformity_levels', ['0.8', '0.5', '0.1'], 'Delta-FL theta values.')
+_CONFORMITY_LEVELS = finite_flags.define_float_list('conformity_levels', [0.8, 0.5, 0.1], 'Delta-FL theta values.')
 _SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2', '3', '4'], 'Seeds (model initialisation, client sampling).')
 _TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Task (must be split by device).')
 _TOTAL_ROUNDS = flags.DEFINE_integer(
@@ -94,11 +95,11 @@ def write_table(rows, thetas, path):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
+  thetas = _CONFORMITY_LEVELS.value
   try:
-    thetas = [float(v) for v in _CONFORMITY_LEVELS.value]
     seeds = [int(v) for v in _SEEDS.value]
   except ValueError as error:
-    raise app.UsageError(f'--conformity_levels / --seeds: {error}') from error
+    raise app.UsageError(f'--seeds: {error}') from error
   if any(not 0 < theta <= 1 for theta in thetas):
     raise app.UsageError(f'--conformity_levels must lie in (0, 1], got {thetas}')
   logging.set_verbosity(logging.WARNING)
@@ -146,4 +147,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

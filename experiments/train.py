@@ -9,8 +9,10 @@ model_weights.npz} (MtFEEL, which has no global model: alpha.npy and discrepanci
 model_weights.npz). A directory holds one run: the same command resumes it from its newest checkpoint
 (--rounds_per_checkpoint), a command with other settings is refused (--overwrite starts afresh).
 
-Exit status: 0 trained; 2 refused (one line on stderr names the flag; flags are checked before TensorFlow is
-loaded); 3 the model became non-finite (training stopped in that round, summary.json's nonfinite_model_round);
+Exit status: 0 trained; 2 refused (one line on stderr names the flag, NaN and +-inf in float flags included;
+flags are checked before TensorFlow is loaded); 3 the model became non-finite (training stopped in that round,
+summary.json's nonfinite_model_round) or no client's update counted in --stop_after_rounds_without_update rounds
+in a row (summary.json's no_counted_update_stop_round);
 4 the run's own TFF worker died, e.g. killed or out of memory (one line names its signal or status and its log);
 130 interrupted by Ctrl-C (one line says where the run resumes from). After 4 or 130 the same command resumes.
 
@@ -32,6 +34,7 @@ from absl import logging  # pylint: disable=g-import-not-at-top
 
 from experiments import exit_statuses  # pylint: disable=g-import-not-at-top
 from experiments import train_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 
 flags.adopt_module_key_flags(train_flags)  # --help lists them
 
@@ -53,22 +56,14 @@ def main(argv) -> int:
   return train_program.run()
 
 
-def _refuse(message: str) -> None:
-  sys.stderr.write(f'error: {" ".join(str(message).split())}\n')
-  sys.exit(exit_statuses.REFUSED)
-
-
 def _run_command() -> None:
   app.define_help_flags()  # --help, --helpfull: print the help and exit
-  try:
-    argv = flags.FLAGS(sys.argv)
-  except flags.Error as error:
-    _refuse(error)
+  argv = finite_flags.parse_flags(sys.argv)  # absl's checks, then no float flag NaN or infinite
   logging.use_absl_handler()
   try:
     sys.exit(main(argv))
   except train_flags.Refusal as error:
-    _refuse(error)
+    finite_flags.refuse(error)
   except KeyboardInterrupt:  # outside the rounds (`train_program.run` reports one during them)
     sys.stderr.write('Interrupted; the same command resumes the run from its newest checkpoint, if it has one.\n')
     sys.exit(exit_statuses.INTERRUPTED)

@@ -1,7 +1,8 @@
 """The flags of `python -m experiments.train` and every check of them that needs no TensorFlow.
 
 `experiments.train` parses and checks these flags, and the run's directory, before it imports TensorFlow, so
-a typo or a bad value is refused in about a second with one line naming the flag. The checks that need the
+a typo or a bad value is refused in about a second with one line naming the flag; NaN and +-inf are refused in
+every float flag (`tff_robust.simulation.finite_flags`, which the runner parses with). The checks that need the
 task's data or TensorFlow (a cohort larger than the task, an algorithm's constraints on the cohort, the GPUs
 TensorFlow sees) are `experiments.train_program`'s.
 
@@ -9,7 +10,6 @@ The enum choices and defaults that the library defines in modules importing Tens
 `tests/experiments/test_train_flags.py` checks that they are the library's.
 """
 
-import math
 import os
 import tempfile
 
@@ -229,6 +229,13 @@ OVERWRITE = flags.DEFINE_bool(
     'holding a run with other settings (run_settings.json) is refused.',
 )
 ROUNDS_PER_EVAL = flags.DEFINE_integer('rounds_per_eval', 10, 'Rounds between evaluations.', lower_bound=1)
+STOP_AFTER_ROUNDS_WITHOUT_UPDATE = flags.DEFINE_integer(
+    'stop_after_rounds_without_update', 3,
+    'Stop with exit status 3 after this many rounds in a row in which no client\'s update counted (every update '
+    'non-finite, every dataset empty or every client filtered out; each such round is logged as a warning and '
+    'counted in summary.json); 0: never stop.',
+    lower_bound=0,
+)
 USE_SYNTHETIC_DATA = flags.DEFINE_bool(
     'use_synthetic_data', False, 'TFF baseline tasks: use TFF synthetic data (offline) instead of real data.'
 )
@@ -306,6 +313,7 @@ ALIE_Z = flags.DEFINE_float(
 IPM_EPSILON = flags.DEFINE_float(
     'ipm_epsilon', DEFAULT_IPM_EPSILON,
     'ipm: corrupted clients send -epsilon times the honest clients\' mean update; epsilon finite >= 0.',
+    lower_bound=0.0,
 )
 PROGRESS_BAR = flags.DEFINE_bool('progress_bar', True, 'Show a tqdm progress bar.')
 TFF_WORKER_ADDRESS = flags.DEFINE_list(
@@ -329,6 +337,7 @@ MAX_CONCURRENT_COMPUTATION_CALLS = flags.DEFINE_integer(
 NON_DEFINING_FLAGS = frozenset({
     'total_rounds', 'rounds_per_eval', 'rounds_per_checkpoint', 'progress_bar', 'root_output_dir', 'experiment_name',
     'overwrite', 'data_cache_dir', 'tff_worker_address', 'gpus', 'max_concurrent_computation_calls',
+    'stop_after_rounds_without_update',
 })
 
 
@@ -352,9 +361,8 @@ flags.register_validator(
     message='--tff_worker_address must be a comma-separated list of host:port with port in [1, 65535]',
 )
 flags.register_validator('gpus', _gpu_setting_is_valid)
-flags.register_validator(
-    'snr_db', lambda value: math.isfinite(value), message='--snr_db must be a finite number of dB'
-)
+
+
 def _corruption_is_valid(value: str) -> bool:
   if value not in DATA_CORRUPTIONS:
     try:
@@ -366,12 +374,6 @@ def _corruption_is_valid(value: str) -> bool:
 
 
 flags.register_validator('corruption', _corruption_is_valid)
-flags.register_validator(
-    'alie_z', lambda value: value is None or math.isfinite(value), message='--alie_z must be a finite number'
-)
-flags.register_validator(
-    'ipm_epsilon', lambda value: 0.0 <= value < math.inf, message='--ipm_epsilon must be a finite number >= 0'
-)
 flags.register_validator(
     'minibatch_fraction', lambda value: value is None or 0.0 < value <= 1.0,
     message='--minibatch_fraction must be in (0, 1]',

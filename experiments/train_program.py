@@ -31,7 +31,7 @@ _CONFIG_FLAGS = tuple(field.name for field in dataclasses.fields(algorithms.Algo
 _HEADLINE_METRICS = (
     'eval/accuracy', 'eval/mse', 'eval/loss', 'eval/error_mean', 'eval/error_p90', 'personal/loss_mean',
     'personal/error_mean', 'personal_honest/error_mean', 'personal_corrupted/error_mean', 'rounds',
-    'secure_average_calls', 'nonfinite_model_round',
+    'secure_average_calls', 'nonfinite_model_round', 'rounds_without_counted_update', 'no_counted_update_stop_round',
 )
 
 
@@ -177,11 +177,13 @@ def _train(task, clients_per_round: int) -> dict:
           flags.FLAGS.client_learning_rate, client_lr_decay, train_flags.CLIENT_LR_DECAY_ROUNDS.value
       ),
       summary_extras=_summary_extras(task, corrupted, clients_per_round),
+      stop_after_rounds_without_update=train_flags.STOP_AFTER_ROUNDS_WITHOUT_UPDATE.value,
   )
 
 
 def run() -> int:
-  """Trains as the parsed flags say; returns the exit status (0, or `exit_statuses.NONFINITE_MODEL`,
+  """Trains as the parsed flags say; returns the exit status (0, or `exit_statuses.NONFINITE_MODEL` for a run that
+  stopped at a non-finite model or after --stop_after_rounds_without_update rounds without a counted update,
   `INTERRUPTED` or `WORKER_EXITED`).
 
   Raises:
@@ -207,4 +209,5 @@ def run() -> int:
   output_dir = train_flags.output_dir()
   print(f'{train_flags.DEFENCE.value or train_flags.ALGORITHM.value} on {train_flags.TASK.value}: {headline}')
   print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')
-  return exit_statuses.NONFINITE_MODEL if 'nonfinite_model_round' in summary else 0
+  stopped = 'nonfinite_model_round' in summary or 'no_counted_update_stop_round' in summary
+  return exit_statuses.NONFINITE_MODEL if stopped else 0

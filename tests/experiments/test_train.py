@@ -7,9 +7,11 @@ import re
 import numpy as np
 import pytest
 
+from experiments import train_flags
 from tests.experiments import train_runs
 from tff_robust.processes import delta_fl
 from tff_robust.simulation import corruption
+from tff_robust.simulation import finite_flags
 from tff_robust.simulation import tasks
 
 
@@ -36,6 +38,8 @@ def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
   assert distances[-1] < 0.5 * distances[0]
   assert {'eval/mse', 'eval/loss', 'rounds', 'secure_average_calls'} <= set(summary)
   assert summary['secure_average_calls'] == 6
+  assert summary['rounds_without_counted_update'] == 0  # every client's update counted in every round
+  assert [r['counted_updates'] for r in rows] == ['10'] * 6
 
 
 def test_the_runner_says_once_that_it_runs_on_cpu_when_tensorflow_sees_no_gpu(tmp_path):
@@ -131,19 +135,18 @@ def test_delta_fl_with_the_secure_quantile_reports_per_device_distributions(tmp_
 @pytest.fixture
 def flag_values():
   from absl import flags  # pylint: disable=g-import-not-at-top
-  from experiments import train_flags  # pylint: disable=g-import-not-at-top,unused-import  (defines the flags)
   yield flags.FLAGS
   flags.FLAGS.unparse_flags()
 
 
 def _refusal(flag_values, argv) -> str:
-  """The message the runner refuses `argv` with before training: at parsing (absl's validators) or in
-  `train_program.check_settings` (the checks that need the task or TensorFlow); '' if it accepts it."""
+  """The message the runner refuses `argv` with before training: at parsing (absl's validators, then no float flag
+  NaN or infinite: `finite_flags.parse_checked`, as `experiments.train` parses) or in `train_program.check_settings`
+  (the checks that need the task or TensorFlow); '' if it accepts it."""
   from absl import flags  # pylint: disable=g-import-not-at-top
-  from experiments import train_flags  # pylint: disable=g-import-not-at-top
   from experiments import train_program  # pylint: disable=g-import-not-at-top
   try:
-    flag_values(argv)
+    finite_flags.parse_checked(argv, flag_values)
     train_program.check_settings(train_program.create_task())
   except (flags.Error, train_flags.Refusal) as error:
     return str(error)
@@ -181,7 +184,7 @@ def _refusal(flag_values, argv) -> str:
         ('--fedplus_max_iterations=0', 'fedplus_max_iterations'),
         ('--rounds_per_checkpoint=-1', 'rounds_per_checkpoint'),
         ('--channel=wifi', 'channel'),
-        ('--snr_db=inf', 'snr_db'),
+        ('--snr_db=inf', '--snr_db=inf: must be finite'),
         ('--flip_probability=1.5', 'flip_probability'),
         ('--outage_rate=0', 'outage_rate'),
         ('--on_outage=retry', 'on_outage'),
@@ -197,14 +200,15 @@ def _refusal(flag_values, argv) -> str:
         ('--num_selected=-1', 'num_selected'),
         ('--seed=-1', 'seed'),
         ('--rounds_per_eval=0', 'rounds_per_eval'),
+        ('--stop_after_rounds_without_update=-1', 'stop_after_rounds_without_update'),
         ('--use_synthetic_data=maybe', 'use_synthetic_data'),
         ('--corruption=flip', 'corruption'),
         ('--corruption_fraction=1', 'corruption_fraction'),
-        ('--corruption=alie --alie_z=inf', '--alie_z must be a finite number'),
-        ('--corruption=alie --alie_z=nan', '--alie_z must be a finite number'),
+        ('--corruption=alie --alie_z=inf', '--alie_z=inf: must be finite'),
+        ('--corruption=alie --alie_z=nan', '--alie_z=nan: must be a number, not NaN'),
         ('--corruption=omniscient --alie_z=1', '--alie_z applies to --corruption=alie, not --corruption=omniscient'),
-        ('--corruption=ipm --ipm_epsilon=-0.1', r'--ipm_epsilon must be a finite number >= 0'),
-        ('--corruption=ipm --ipm_epsilon=inf', r'--ipm_epsilon must be a finite number >= 0'),
+        ('--corruption=ipm --ipm_epsilon=-0.1', '--ipm_epsilon=-0.1: -0.1 is not a non-negative number'),
+        ('--corruption=ipm --ipm_epsilon=inf', '--ipm_epsilon=inf: must be finite'),
         ('--corruption=alie --ipm_epsilon=0.5', '--ipm_epsilon applies to --corruption=ipm, not --corruption=alie'),
         ('--task=synthetic_regression --corruption=label_flipping',
          '--corruption=label_flipping applies to the tasks with class labels .*, not --task=synthetic_regression'),
@@ -230,7 +234,7 @@ def _refusal(flag_values, argv) -> str:
         ('--algorithm=fedprox --client_learning_rate=0.5 --fedprox_mu=2', r'client_learning_rate \* fedprox_mu < 1'),
         ('--algorithm=fedprox --corruption=omniscient', 'fedprox does not support update corruption'),
         ('--algorithm=personalized_rfa --personal_learning_rate=-1', 'personal_learning_rate'),
-        ('--algorithm=personalized_rfa --personal_learning_rate=inf', 'personal_learning_rate must be finite'),
+        ('--algorithm=personalized_rfa --personal_learning_rate=inf', '--personal_learning_rate=inf: must be finite'),
         ('--algorithm=fedavg --personal_learning_rate=0.01', 'personal_learning_rate applies to personalized_rfa'),
         ('--minibatch_fraction=0', 'minibatch_fraction'),
         ('--minibatch_fraction=1.5', 'minibatch_fraction'),
@@ -271,13 +275,25 @@ def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
   assert re.search(message, _refusal(flag_values, ['train', *flag.split()]))
 
 
+def _runner_float_flags() -> list[str]:
+  """The runner's float flags as `finite_flags` finds them (`train_flags` defines its flags at import)."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  runner = {flag.name for flag in flags.FLAGS.get_flags_for_module(train_flags.__name__)}
+  return [flag.name for flag in finite_flags.float_flags() if flag.name in runner]
+
+
+@pytest.mark.parametrize('value', ['nan', 'inf', '-inf'])
+@pytest.mark.parametrize('name', _runner_float_flags())
+def test_every_float_flag_refuses_nan_and_infinity_naming_the_flag(flag_values, name, value):
+  assert f'--{name}' in _refusal(flag_values, ['train', f'--{name}={value}'])
+
+
 # Flags every value of which is valid: their type is the whole check (a missing cache directory is the
 # data loader's to report: TFF downloads into it).
 _FLAGS_WITHOUT_BAD_VALUES = frozenset({'data_cache_dir'})
 
 
 def test_every_runner_flag_has_a_bad_value_test(flag_values):
-  from experiments import train_flags  # pylint: disable=g-import-not-at-top
   tested = {
       argument.split('=')[0].removeprefix('--')
       for argument, _ in test_bad_flags_are_rejected_with_the_flag_named.pytestmark[0].args[1]
@@ -286,10 +302,15 @@ def test_every_runner_flag_has_a_bad_value_test(flag_values):
   defined = {flag.name for flag in flag_values.get_flags_for_module(train_flags.__name__)}
   assert {'algorithm', 'gpus', 'tff_worker_address'} <= defined
   assert defined - tested - _FLAGS_WITHOUT_BAD_VALUES == set()
+  # Every float flag (by absl's own flag type) also has its NaN and +-inf tests.
+  floats = {
+      flag.name for flag in flag_values.get_flags_for_module(train_flags.__name__) if flag.flag_type() == 'float'
+  }
+  assert {'client_learning_rate', 'snr_db'} <= floats
+  assert set(_runner_float_flags()) == floats
 
 
 def test_a_cohort_larger_than_the_task_is_refused_before_any_tff_computation(flag_values, monkeypatch):
-  from experiments import train_flags  # pylint: disable=g-import-not-at-top
   from experiments import train_program  # pylint: disable=g-import-not-at-top
   from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
   from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top

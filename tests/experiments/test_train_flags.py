@@ -1,6 +1,6 @@
 """Refusals of `python -m experiments.train`: one line on stderr naming the flag, exit status 2, no traceback and
-no help; the flags are checked before TensorFlow is imported. Also: the choices `train_flags` spells out are the
-library's."""
+no help; the flags (NaN and +-inf in float flags included) are checked before TensorFlow is imported. Also: the
+choices `train_flags` spells out are the library's."""
 
 import os
 import subprocess
@@ -49,6 +49,9 @@ def _assert_one_line_refusal(result, *names):
     (('--task=digits_cohorts', '--label_concentration=100'), ('--label_concentration', 'digits_cohorts')),
     (('--gpus=first',), ('--gpus',)),
     (('--corruption=poison',), ('--corruption', "unknown attack 'poison'")),
+    # absl's lower_bound=0.0 lets NaN through and bounds inf from one side only (issue 34: both trained, exit 0)
+    (('--client_learning_rate=nan', '--total_rounds=1'), ('--client_learning_rate=nan', 'not NaN')),
+    (('--server_learning_rate=inf', '--total_rounds=1'), ('--server_learning_rate=inf', 'must be finite')),
     (('--task=synthetic_regression', '--corruption=label_flipping'),
      ('--corruption=label_flipping', 'tasks with class labels', '--task=synthetic_regression')),
     (('unexpected',), ('positional', 'unexpected')),

@@ -291,13 +291,13 @@ def test_below_one_third_one_device_is_kept_and_decaying_steps_reach_the_midpoin
 
 
 @pytest.mark.parametrize('kwargs, error, message', [
-    (dict(conformity_level=0.0), ValueError, r'conformity_level must be in \(0.0, 1.0\]'),
-    (dict(conformity_level=1.5), ValueError, 'conformity_level must be in'),
+    (dict(conformity_level=0.0), ValueError, r'conformity_level must be a finite number in \(0, 1\]'),
+    (dict(conformity_level=1.5), ValueError, 'conformity_level must be a finite number in'),
     (dict(conformity_level='high'), TypeError, 'conformity_level must be a number'),
     (dict(conformity_level=0.5, quantile_method='approximate'), ValueError, 'quantile_method must be one of'),
     (dict(conformity_level=0.5, quantile_passes=0), ValueError, 'quantile_passes must be an integer >= 1'),
     (dict(conformity_level=0.5, threshold_period=0), ValueError, 'threshold_period must be an integer >= 1'),
-    (dict(conformity_level=0.5, quantile_smoothing=2.0), ValueError, 'quantile_smoothing must be in'),
+    (dict(conformity_level=0.5, quantile_smoothing=2.0), ValueError, 'quantile_smoothing must be a finite number in'),
     (dict(conformity_level=0.5, mean_factory=tff.aggregators.MeanFactory()), ValueError, 'mean_factory'),
 ])
 def test_bad_arguments_are_named(kwargs, error, message):

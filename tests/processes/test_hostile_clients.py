@@ -26,6 +26,15 @@ What is counted, per process:
     their documented definition: they drop and count every row that is non-finite *or has weight <= 0*, so
     their `aggregator/num_nonfinite_clients` is 4 (the NaN, Inf, overflowing and empty clients all arrive
     with weight 0) and they aggregate the 3 honest rows.
+  - So the updates that counted (`counted_updates.count`, which the runner reads) are the 3 honest clients'
+    in every process but Delta-FL (whose kept clients are its filter's count). A third round whose every client
+    has a NaN feature counts none, in every process, and leaves the global model where it was.
+
+The processes without TFF's client work, FedSGD (one gradient per client) and the sign processes (MtFEEL,
+signSGD: every device in every round), get a cohort without the overflowing client (its finite gradient of
+~1e25 is a valid FedSGD step that overflows the next round, and a valid sign): they count the NaN and Inf
+clients (FedSGD in `client_work/num_nonfinite_updates`, the sign processes in `aggregator/num_nonfinite_clients`)
+and the empty one, 3 updates count, and an all-NaN round counts none.
 """
 
 import collections
@@ -37,9 +46,12 @@ import tensorflow_federated as tff
 
 from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
+from tff_robust.processes import mtfeel
 from tff_robust.processes import personalized_rfa
 from tff_robust.processes import rfa
+from tff_robust.processes import sign_sgd
 from tff_robust.simulation import algorithms
+from tff_robust.simulation import counted_updates
 from tff_robust.simulation import metrics_utils
 from tests.processes import small_model
 
@@ -65,8 +77,12 @@ def _client_dataset(kind, seed, num_examples=12):
   return tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x, y=y)).batch(4)
 
 
-def _cohort_data(round_num):
-  return [_client_dataset(kind, seed=100 * round_num + i) for i, kind in enumerate(_COHORT)]
+def _cohort_data(round_num, cohort=_COHORT):
+  return [_client_dataset(kind, seed=100 * round_num + i) for i, kind in enumerate(cohort)]
+
+
+def _all_nan_data():
+  return _cohort_data(_ROUNDS, cohort=('nan',) * len(_COHORT))
 
 
 def _sgd(learning_rate=0.1):
@@ -78,8 +94,11 @@ def _flat(weights):
 
 
 # name -> (builder, expected metrics after every round). Counts as in the module docstring.
-_TFF_CLIENT_WORK = {'client_work/num_nonfinite_updates': 3}
-_ROBUST_AGGREGATOR_SEES_NONE = {'client_work/num_nonfinite_updates': 3, 'aggregator/num_nonfinite_clients': 0}
+_HONEST = _COHORT.count('honest')
+_TFF_CLIENT_WORK = {'client_work/num_nonfinite_updates': 3, 'counted': _HONEST}
+_ROBUST_AGGREGATOR_SEES_NONE = {
+    'client_work/num_nonfinite_updates': 3, 'aggregator/num_nonfinite_clients': 0, 'counted': _HONEST
+}
 _DELTA_FL = {
     'client_work/filter/num_nonfinite_losses': 2,
     'client_work/filter/num_clients': len(_COHORT),
@@ -90,6 +109,7 @@ _GATHERING = {
     'aggregator/num_nonfinite_clients': 4,  # weight-0 rows count too: the NaN, Inf, overflowing, empty clients
     'aggregator/num_clients_used': 3,
     'aggregator/insufficient_clients': 0,
+    'counted': _HONEST,
 }
 # num_byzantine = 0 so that multi-Krum and Bulyan (which need 2f + 3 and 4f + 3 rows) run on the three
 # honest rows; this test is about hostile data, not about Byzantine updates.
@@ -144,13 +164,27 @@ _STATEFUL_PROCESSES = {
 }
 
 
+def _counts(metrics, cohort_size=len(_COHORT)) -> dict:
+  """The flattened metrics, with `counted`: the updates that counted as the runner reads them."""
+  flat = metrics_utils.flatten_metrics(metrics)
+  return {**flat, 'counted': counted_updates.count(flat, cohort_size)}
+
+
 def _check_round(name, metrics, expected, weights, previous_weights):
   assert np.all(np.isfinite(weights)), f'{name}: the global model is not finite'
   assert not np.allclose(weights, previous_weights), f'{name}: the global model did not move'
-  flat = metrics_utils.flatten_metrics(metrics)
+  flat = _counts(metrics)
   assert np.isfinite(flat['client_work/train/loss']), f'{name}: hostile clients reached the training loss'
   assert {key: flat[key] for key in expected} == expected, name
   assert flat['client_work/num_empty_datasets'] == _COHORT.count('empty'), name
+  if 'client_work/filter/num_kept' in flat:  # Delta-FL: the filter's kept clients trained with weight > 0
+    assert flat['counted'] == flat['client_work/filter/num_kept'] >= 1, name
+
+
+def _check_all_nan_round(name, metrics, weights, previous_weights):
+  """A cohort of NaN clients: no update counted, and the model stayed where it was."""
+  assert _counts(metrics)['counted'] == 0, (name, metrics_utils.flatten_metrics(metrics))
+  np.testing.assert_array_equal(weights, previous_weights, err_msg=name)
 
 
 @pytest.mark.parametrize('name', sorted(_LEARNING_PROCESSES))
@@ -164,6 +198,8 @@ def test_learning_process_stays_finite_trains_and_counts_hostile_clients(name):
     state, previous_weights = output.state, weights
     weights = _flat(process.get_model_weights(state).trainable)
     _check_round(name, output.metrics, expected, weights, previous_weights)
+  output = process.next(state, _all_nan_data())
+  _check_all_nan_round(name, output.metrics, _flat(process.get_model_weights(output.state).trainable), weights)
 
 
 @pytest.mark.parametrize('name', sorted(_STATEFUL_PROCESSES))
@@ -185,3 +221,43 @@ def test_stateful_process_stays_finite_trains_and_counts_hostile_clients(name):
       elif _COHORT[i] == 'honest':
         assert not np.allclose(_flat(new), _flat(previous)), f'{name}: honest client {i} did not train'
     client_states = output.client_states
+  output = process.next(state, _all_nan_data(), client_states)
+  _check_all_nan_round(name, output.metrics, _flat(process.get_model_weights(output.state).trainable), weights)
+
+
+_GRADIENT_COHORT = ('honest', 'nan', 'honest', 'inf', 'empty', 'honest')
+_GRADIENT_PROCESSES = {  # name -> (builder, the metric counting the NaN and Inf clients)
+    'fedsgd': (lambda: algorithms.build_learning_process('fedsgd', small_model.model_fn, _CONFIG),
+               'client_work/num_nonfinite_updates'),
+    'mtfeel': (lambda: mtfeel.build_mtfeel_process(small_model.model_fn, len(_GRADIENT_COHORT), learning_rate=0.01,
+                                                   alpha_learning_rate=0.1),
+               'aggregator/num_nonfinite_clients'),
+    'signsgd': (lambda: sign_sgd.build_sign_sgd_process(small_model.model_fn, len(_GRADIENT_COHORT),
+                                                        learning_rate=0.01),
+                'aggregator/num_nonfinite_clients'),
+}
+
+
+def _all_models(process, state):
+  """Every model the process holds, flattened: the global one, or each device's (MtFEEL)."""
+  if process.get_model_weights(state) is not None:
+    return _flat(process.get_model_weights(state).trainable)
+  return np.concatenate([_flat(process.personal_model_weights(state, k).trainable)
+                         for k in range(len(_GRADIENT_COHORT))])
+
+
+@pytest.mark.parametrize('name', sorted(_GRADIENT_PROCESSES))
+def test_gradient_and_sign_processes_count_hostile_clients_and_an_all_nan_round(name):
+  build, nonfinite_metric = _GRADIENT_PROCESSES[name]
+  process = build()
+  state = process.initialize()
+  cohort_size = len(_GRADIENT_COHORT)
+  weights = _all_models(process, state)
+  output = process.next(state, _cohort_data(0, cohort=_GRADIENT_COHORT))
+  flat, moved = _counts(output.metrics, cohort_size), _all_models(process, output.state)
+  assert np.all(np.isfinite(moved)) and not np.allclose(moved, weights), name
+  assert flat[nonfinite_metric] == 2 and flat['client_work/num_empty_datasets'] == 1, flat
+  assert flat['counted'] == _GRADIENT_COHORT.count('honest'), flat
+  output = process.next(output.state, _cohort_data(1, cohort=('nan',) * cohort_size))
+  assert _counts(output.metrics, cohort_size)['counted'] == 0, name
+  np.testing.assert_array_equal(_all_models(process, output.state), moved, err_msg=name)

@@ -10,11 +10,7 @@ from typing import Optional
 from tff_robust.aggregators import gathering
 from tff_robust.aggregators import norm_clipping
 from tff_robust.aggregators import robust_rules
-
-
-def _check_count(name, value, minimum):
-  if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-    raise ValueError(f'{name} must be an integer >= {minimum}, got {value!r}')
+from tff_robust.aggregators import type_checks
 
 
 def coordinate_median_factory() -> gathering.GatheringRobustFactory:
@@ -26,8 +22,9 @@ def coordinate_median_factory() -> gathering.GatheringRobustFactory:
 
 def trimmed_mean_factory(trim_fraction: float) -> gathering.GatheringRobustFactory:
   """Per coordinate, weighted mean after dropping k = ceil(trim_fraction * m) values at each end."""
-  if not isinstance(trim_fraction, (int, float)) or not 0 <= trim_fraction < 0.5:
-    raise ValueError(f'trim_fraction must be a number in [0, 0.5), got {trim_fraction!r}')
+  trim_fraction = type_checks.check_number(
+      'trim_fraction', trim_fraction, minimum=0.0, maximum=0.5, strict_maximum=True
+  )
   return gathering.GatheringRobustFactory(
       'trimmed_mean',
       lambda points, weights: robust_rules.coordinate_trimmed_mean(points, weights, trim_fraction),
@@ -38,9 +35,9 @@ def trimmed_mean_factory(trim_fraction: float) -> gathering.GatheringRobustFacto
 
 def multi_krum_factory(num_byzantine: int, num_selected: Optional[int] = None) -> gathering.GatheringRobustFactory:
   """Weighted mean of the `num_selected` (default m - num_byzantine) updates of lowest Krum score."""
-  _check_count('num_byzantine', num_byzantine, 0)
+  type_checks.check_integer('num_byzantine', num_byzantine, minimum=0)
   if num_selected is not None:
-    _check_count('num_selected', num_selected, 1)
+    type_checks.check_integer('num_selected', num_selected, minimum=1)
   minimum = 2 * num_byzantine + 3 if num_selected is None else max(2 * num_byzantine + 3, num_selected)
   return gathering.GatheringRobustFactory(
       'multi_krum',
@@ -53,7 +50,7 @@ def multi_krum_factory(num_byzantine: int, num_selected: Optional[int] = None) -
 def bulyan_factory(num_byzantine: int) -> gathering.GatheringRobustFactory:
   """Bulyan: repeated-Krum selection (at least one Krum neighbour, see `robust_statistics.bulyan`), then a
   per-coordinate mean of the values closest to the median."""
-  _check_count('num_byzantine', num_byzantine, 0)
+  type_checks.check_integer('num_byzantine', num_byzantine, minimum=0)
   minimum = 4 * num_byzantine + 3
   return gathering.GatheringRobustFactory(
       'bulyan',

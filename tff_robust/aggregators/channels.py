@@ -116,7 +116,7 @@ class RayleighBPSKChannel(_BitwiseChannel):
   snr_db: float
 
   def __post_init__(self):
-    object.__setattr__(self, 'snr_db', type_checks.check_number('snr_db', self.snr_db, minimum=-np.inf))
+    object.__setattr__(self, 'snr_db', type_checks.check_number('snr_db', self.snr_db))
 
   def _corrupt(self, signs, seed):
     # Re and Im of h and of z / σ, each N(0, 1/2), so that h and z / σ are CN(0, 1).
@@ -150,7 +150,7 @@ class BlockOutageChannel(Channel):
   on_outage: str = 'drop'
 
   def __post_init__(self):
-    object.__setattr__(self, 'snr_db', type_checks.check_number('snr_db', self.snr_db, minimum=-np.inf))
+    object.__setattr__(self, 'snr_db', type_checks.check_number('snr_db', self.snr_db))
     object.__setattr__(self, 'rate', type_checks.check_number('rate', self.rate, minimum=0.0, strict=True))
     if self.on_outage not in OUTAGE_ACTIONS:
       raise ValueError(f'on_outage must be one of {OUTAGE_ACTIONS}, got {self.on_outage!r}')
@@ -211,8 +211,11 @@ def create_channel(
   'outage' -> BlockOutageChannel(snr_db, outage_rate, on_outage); 'bsc' -> BinarySymmetricChannel(flip_probability).
 
   Raises:
-    ValueError: for an unknown `name`, or an argument of the chosen channel outside its range.
+    ValueError: for an unknown `name`, a non-finite number (used by the chosen channel or not), or an argument
+      of the chosen channel outside its range.
   """
+  for argument, value in (('snr_db', snr_db), ('flip_probability', flip_probability), ('outage_rate', outage_rate)):
+    type_checks.check_number(argument, value)
   if name == 'none':
     return ErrorFreeChannel()
   if name == 'rayleigh':

@@ -95,10 +95,8 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       raise TypeError(f'num_passes must be an integer >= 1, got {num_passes!r}')
     if num_passes < 1:
       raise ValueError(f'num_passes must be an integer >= 1, got {num_passes}')
-    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float, np.floating, np.integer)):
-      raise TypeError(f'smoothing must be a float > 0, got {smoothing!r}')
-    if not np.isfinite(smoothing) or smoothing <= 0:
-      raise ValueError(f'smoothing must be a finite float > 0, got {smoothing}')
+    type_checks.check_real_type('smoothing', smoothing)
+    type_checks.check_number('smoothing', smoothing, minimum=0.0, strict=True)
     if init not in INITS:
       raise ValueError(f'init must be one of {INITS}, got {init!r}')
     self._num_passes = int(num_passes)

@@ -29,9 +29,7 @@ from tff_robust.core import superquantile
 
 
 def _check_level(level) -> float:
-  if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 <= level <= 1:
-    raise ValueError(f'level must be a number in [0, 1], got {level!r}')
-  return float(level)
+  return type_checks.check_number('level', level, minimum=0.0, maximum=1.0)
 
 
 def exact_quantile_factory(level: float) -> gathering.GatheringRobustFactory:
@@ -100,19 +98,11 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       ValueError: if an argument is outside its allowed range.
     """
     self._level = _check_level(level)
-    if isinstance(num_passes, bool) or not isinstance(num_passes, (int, np.integer)) or num_passes < 1:
-      raise ValueError(f'num_passes must be an integer >= 1, got {num_passes!r}')
-    if (
-        isinstance(relative_smoothing, bool)
-        or not isinstance(relative_smoothing, (int, float, np.floating))
-        or not 0 < relative_smoothing < 1
-    ):
-      raise ValueError(f'relative_smoothing must be a number in (0, 1), got {relative_smoothing!r}')
-    if not np.isfinite(initial_estimate):
-      raise ValueError(f'initial_estimate must be finite, got {initial_estimate!r}')
-    self._num_passes = int(num_passes)
-    self._relative_smoothing = float(relative_smoothing)
-    self._initial_estimate = float(initial_estimate)
+    self._num_passes = type_checks.check_integer('num_passes', num_passes, minimum=1)
+    self._relative_smoothing = type_checks.check_number(
+        'relative_smoothing', relative_smoothing, minimum=0.0, strict=True, maximum=1.0, strict_maximum=True
+    )
+    self._initial_estimate = type_checks.check_number('initial_estimate', initial_estimate)
     self._mean_factory = type_checks.mean_factory_or_default(mean_factory)
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 

@@ -32,8 +32,22 @@ from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
 
 
+def _checked_bounds(value_bound, max_client_weight, smoothing) -> tuple[float, float, float]:
+  """(V, W, nu) as floats, each a finite number > 0; ValueError naming the one that is not."""
+  return (
+      type_checks.check_number('value_bound', value_bound, minimum=0.0, strict=True),
+      type_checks.check_number('max_client_weight', max_client_weight, minimum=0.0, strict=True),
+      type_checks.check_number('smoothing', smoothing, minimum=0.0, strict=True),
+  )
+
+
 def secure_sum_bounds(*, value_bound: float, max_client_weight: float, smoothing: float, num_elements: int):
-  """(B, W_b): the bound on every value summand and on every weight summand (module docstring)."""
+  """(B, W_b): the bound on every value summand and on every weight summand (module docstring).
+
+  Raises:
+    ValueError: naming `value_bound`, `max_client_weight` or `smoothing` if it is not a finite number > 0.
+  """
+  value_bound, max_client_weight, smoothing = _checked_bounds(value_bound, max_client_weight, smoothing)
   value_sum_bound = max_client_weight * value_bound * max(1.0, 1.0 / smoothing, 2.0 * math.sqrt(num_elements))
   weight_sum_bound = max_client_weight * max(1.0, 1.0 / smoothing)
   return value_sum_bound, weight_sum_bound
@@ -80,11 +94,9 @@ class SecureGeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     Raises:
       ValueError: naming the argument, if it is outside its allowed range.
     """
-    self._value_bound = type_checks.check_number('value_bound', value_bound, minimum=0.0, strict=True)
-    self._max_client_weight = type_checks.check_number(
-        'max_client_weight', max_client_weight, minimum=0.0, strict=True
+    self._value_bound, self._max_client_weight, self._smoothing = _checked_bounds(
+        value_bound, max_client_weight, smoothing
     )
-    self._smoothing = type_checks.check_number('smoothing', smoothing, minimum=0.0, strict=True)
     geometric_median.GeometricMedianFactory(num_passes=num_passes, smoothing=smoothing, init=init)  # checks them
     self._num_passes = num_passes
     self._init = init

@@ -24,18 +24,43 @@ def check_float_scalar(name: str, type_spec) -> None:
     raise TypeError(f'{name} must be a scalar tff.TensorType of a floating dtype, got {type_spec}')
 
 
-def check_number(name: str, value, *, minimum: float, strict: bool = False, maximum: Optional[float] = None) -> float:
-  """`value` as a float, if it is a finite real number >= `minimum` (> if `strict`) and <= `maximum`.
+def _is_real(value) -> bool:
+  """Whether `value` is a real number: an int, a float or a NumPy integer or floating scalar, not a bool."""
+  return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def check_real_type(name: str, value) -> None:
+  """Raises TypeError naming `name` unless `value` is a real number (`_is_real`)."""
+  if not _is_real(value):
+    raise TypeError(f'{name} must be a number, got {value!r}')
+
+
+def check_number(name: str, value, *, minimum: Optional[float] = None, strict: bool = False,
+                 maximum: Optional[float] = None, strict_maximum: bool = False) -> float:
+  """`value` as a float, if it is a finite real number >= `minimum` (> if `strict`) and <= `maximum` (< if
+  `strict_maximum`); an unset bound is no bound. The one check of every float hyperparameter of the builders
+  and factories: NaN fails it, where a bare `value < minimum` would let NaN through.
 
   Raises:
     ValueError: naming `name` and the allowed range, for a bool, a non-number, NaN/Inf or a value outside.
   """
-  low = f'> {minimum:g}' if strict else f'>= {minimum:g}'
-  allowed = low if maximum is None else f'in {"(" if strict else "["}{minimum:g}, {maximum:g}]'
-  if (isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value)
-      or value < minimum or (strict and value == minimum) or (maximum is not None and value > maximum)):
-    raise ValueError(f'{name} must be a finite number {allowed}, got {value!r}')
+  if (not _is_real(value) or not np.isfinite(value)
+      or (minimum is not None and (value < minimum or (strict and value == minimum)))
+      or (maximum is not None and (value > maximum or (strict_maximum and value == maximum)))):
+    raise ValueError(f'{name} must be a finite number{_range(minimum, strict, maximum, strict_maximum)}, '
+                     f'got {value!r}')
   return float(value)
+
+
+def _range(minimum, strict, maximum, strict_maximum) -> str:
+  """' >= 0', ' in (0, 1]', ' < 0.5', or '' (no bound), as `check_number`'s message says it."""
+  if minimum is not None and maximum is not None:
+    return f' in {"(" if strict else "["}{minimum:g}, {maximum:g}{")" if strict_maximum else "]"}'
+  if minimum is not None:
+    return f' {">" if strict else ">="} {minimum:g}'
+  if maximum is not None:
+    return f' {"<" if strict_maximum else "<="} {maximum:g}'
+  return ''
 
 
 def check_integer(name: str, value, *, minimum: int) -> int:

@@ -6,6 +6,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
+from tensorflow_federated.python.learning.algorithms import fed_sgd
 from tensorflow_federated.python.learning.templates import model_delta_client_work
 
 from tff_robust.aggregators import federated_counting
@@ -153,3 +154,29 @@ def build_fed_avg_process(
       model_aggregator.create(model_weights_type.trainable, tff.TensorType(np.float32)),
       tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer_fn, model_weights_type),
   )
+
+
+def build_fed_sgd_process(
+    model_fn,
+    server_optimizer_fn: tff.learning.optimizers.Optimizer,
+    *,
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    metrics_aggregator=None,
+) -> tff.learning.templates.LearningProcess:
+  """`tff.learning.algorithms.build_fed_sgd` for a no-arg `model_fn` returning a `VariableModel`, whose client work
+  also reports `num_nonfinite_updates` and `num_empty_datasets` (`count_nonfinite_updates`).
+
+  TFF's FedSGD client update, like its model-delta one, returns a mean gradient with a NaN or Inf entry as zeros
+  with weight 0 (it keeps the client's metrics), and an empty dataset's 0/0 gradient the same way: a client with a
+  batch and weight 0 had a non-finite gradient. TFF 0.87's `build_fed_sgd` builds its client work with
+  `fed_sgd._build_fed_sgd_client_work`, used here as it does; the rest is the same composition. The aggregator
+  defaults to `tff.aggregators.MeanFactory()` and the metrics to `tff.learning.metrics.sum_then_finalize`.
+  """
+  if not callable(model_fn) or isinstance(model_fn, tff.learning.models.FunctionalModel):
+    raise TypeError(f'model_fn must be a no-arg callable returning a VariableModel, got {model_fn!r}')
+  server_optimizer_fn, model_aggregator, metrics_aggregator = with_fedavg_defaults(
+      server_optimizer_fn, model_aggregator, metrics_aggregator
+  )
+  client_work = fed_sgd._build_fed_sgd_client_work(model_fn, metrics_aggregator)  # pylint: disable=protected-access
+  return compose_with_fedavg_parts(model_fn, count_nonfinite_updates(client_work), model_aggregator,
+                                   server_optimizer_fn)

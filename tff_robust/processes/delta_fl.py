@@ -18,11 +18,11 @@ would take the lower end and keep all three.
 import functools
 from typing import Optional
 
-import numpy as np
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import histogram_quantile
 from tff_robust.aggregators import quantile
+from tff_robust.aggregators import type_checks
 from tff_robust.processes import composition
 from tff_robust.processes import delta_fl_client_work
 
@@ -33,18 +33,14 @@ QUANTILE_METHODS = ('exact', 'secure', 'secure_mm')
 DEFAULT_QUANTILE_PASSES = 2
 
 
-def _check_number(name, value, low, high, *, low_open=False):
-  if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-    raise TypeError(f'{name} must be a number, got {value!r}')
-  below = value <= low if low_open else value < low
-  if below or value > high or not np.isfinite(value):
-    interval = f'{"(" if low_open else "["}{low}, {high}]'
-    raise ValueError(f'{name} must be in {interval}, got {value}')
-
-
-def _check_positive_int(name, value):
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-    raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
+def _check_quantile_numbers(conformity_level, quantile_smoothing) -> None:
+  """theta in (0, 1]; the MM quantile's relative smoothing in (0, 1) (`quantile.SecureQuantileFactory`)."""
+  type_checks.check_real_type('conformity_level', conformity_level)
+  type_checks.check_number('conformity_level', conformity_level, minimum=0.0, strict=True, maximum=1.0)
+  type_checks.check_real_type('quantile_smoothing', quantile_smoothing)
+  type_checks.check_number(
+      'quantile_smoothing', quantile_smoothing, minimum=0.0, strict=True, maximum=1.0, strict_maximum=True
+  )
 
 
 def quantile_factory(
@@ -55,7 +51,13 @@ def quantile_factory(
     quantile_smoothing: float = 1e-2,
     mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
 ) -> Optional[tff.aggregators.WeightedAggregationFactory]:
-  """The factory of eta_t: the (1 - theta)-quantile of the losses; None for theta = 1 (keep everyone)."""
+  """The factory of eta_t: the (1 - theta)-quantile of the losses; None for theta = 1 (keep everyone).
+
+  Raises:
+    TypeError: for a `conformity_level` or `quantile_smoothing` that is not a number.
+    ValueError: for a `conformity_level` outside (0, 1] or a `quantile_smoothing` outside (0, 1) (NaN included).
+  """
+  _check_quantile_numbers(conformity_level, quantile_smoothing)
   if conformity_level == 1:
     return None
   if quantile_method == 'exact':
@@ -133,12 +135,11 @@ def build_delta_fl_process(
     TypeError: for arguments of the wrong type (e.g. a `model_fn` that is neither callable nor functional).
     ValueError: for arguments outside their range.
   """
-  _check_number('conformity_level', conformity_level, 0.0, 1.0, low_open=True)
+  _check_quantile_numbers(conformity_level, quantile_smoothing)
   if quantile_method not in QUANTILE_METHODS:
     raise ValueError(f'quantile_method must be one of {QUANTILE_METHODS}, got {quantile_method!r}')
-  _check_positive_int('quantile_passes', quantile_passes)
-  _check_number('quantile_smoothing', quantile_smoothing, 0.0, 1.0, low_open=True)
-  _check_positive_int('threshold_period', threshold_period)
+  type_checks.check_integer('quantile_passes', quantile_passes, minimum=1)
+  type_checks.check_integer('threshold_period', threshold_period, minimum=1)
   if mean_factory is not None and quantile_method == 'exact':
     raise ValueError("mean_factory is used by quantile_method='secure' or 'secure_mm' only")
   if isinstance(model_fn, tff.learning.models.FunctionalModel):

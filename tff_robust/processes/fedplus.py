@@ -42,9 +42,16 @@ def fedplus_aggregator(
     max_iterations: int = delta_median.DEFAULT_MAX_ITERATIONS,
     tolerance: float = 1e-6,
 ) -> tff.aggregators.WeightedAggregationFactory:
-  """The server step of `variant`: the mean ('avg', 'fedprox') or a `DeltaMedianFactory`."""
+  """The server step of `variant`: the mean ('avg', 'fedprox') or a `DeltaMedianFactory`.
+
+  Raises:
+    ValueError: for an unknown `variant`, or a `delta` (> 0) or `tolerance` (>= 0) that is not a finite number in
+      range, whether the variant uses them or not.
+  """
   if variant not in VARIANTS:
     raise ValueError(f'variant must be one of {VARIANTS}, got {variant!r}')
+  delta = type_checks.check_number('delta', delta, minimum=0.0, strict=True)
+  tolerance = type_checks.check_number('tolerance', tolerance, minimum=0.0)
   if variant in ('avg', 'fedprox'):
     return tff.aggregators.MeanFactory(no_nan_division=True)
   return delta_median.DeltaMedianFactory(
@@ -96,6 +103,7 @@ def build_fedplus_process(
   sigma = type_checks.check_number('sigma', sigma, minimum=0.0)
   mixing = type_checks.check_number('local_init_mixing', local_init_mixing, minimum=0.0, maximum=1.0)
   delta = type_checks.check_number('delta', delta, minimum=0.0, strict=True)
+  type_checks.check_number('tolerance', tolerance, minimum=0.0)
   if model_aggregator is None:
     model_aggregator = fedplus_aggregator(
         variant, delta, solver=solver, max_iterations=max_iterations, tolerance=tolerance

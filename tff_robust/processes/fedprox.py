@@ -42,7 +42,14 @@ def build_fedprox_client_work(
   A client whose update or weight has a NaN or Inf entry is left out as in TFF's model-delta client work
   (zero update, weight 0, metrics reset) and counted in `num_nonfinite_updates`; `num_empty_datasets`
   counts clients without data. `train` is `metrics_aggregator` over the cohort's model metrics.
+
+  `proximal_strength` may be negative here (`build_fedprox_process` takes mu >= 0): at -mu this client work,
+  composed with FedAvg's parts, is TFF 0.87's `build_weighted_fed_prox` at mu (`tests/processes/test_fedprox.py`).
+
+  Raises:
+    ValueError: for a `proximal_strength` that is not a finite number.
   """
+  proximal_strength = type_checks.check_number('proximal_strength', proximal_strength)
   data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
 
   @tff.tensorflow.computation(weights_type, data_type)
@@ -110,7 +117,7 @@ def build_fedprox_process(
   Raises:
     ValueError: for a proximal strength or client weighting outside the allowed values.
   """
-  proximal_strength = type_checks.check_number('proximal_strength', proximal_strength, minimum=0.0)
+  type_checks.check_number('proximal_strength', proximal_strength, minimum=0.0)
   if client_weighting not in _CLIENT_WEIGHTINGS:
     raise ValueError(f'client_weighting must be one of {_CLIENT_WEIGHTINGS}, got {client_weighting!r}')
   server_optimizer_fn, model_aggregator, metrics_aggregator = composition.with_fedavg_defaults(

@@ -86,10 +86,10 @@ def build_mtfeel_process(
   Returns:
     An `IndexedClientsProcess` without a global model: `personal_model_weights(state, k)` is w_k;
     `artifacts(state)` gives alpha and the discrepancies. Metrics: `client_work/train/loss` (mean over
-    devices of Lhat(w_m, S_m)), `aggregator/` (the channel's `bits`, `bit_errors`, `outages`,
-    `uplink_bits` with the losses, `num_nonfinite_clients`) and `server/` (`objective` (7) at (W^t,
-    alpha^t), `weight_change` and `alpha_change`: mean over k of ||w_k^{t+1} - w_k^t||^2 and
-    ||alpha_k^{t+1} - alpha_k^t||^2, the paper's Fig. 3).
+    devices of Lhat(w_m, S_m)), `client_work/num_empty_datasets` (devices without data), `aggregator/` (the
+    channel's `bits`, `bit_errors`, `outages`, `uplink_bits` with the losses, `num_nonfinite_clients`) and
+    `server/` (`objective` (7) at (W^t, alpha^t), `weight_change` and `alpha_change`: mean over k of
+    ||w_k^{t+1} - w_k^t||^2 and ||alpha_k^{t+1} - alpha_k^t||^2, the paper's Fig. 3).
 
   Raises:
     ValueError: for an argument out of range, naming it.
@@ -105,6 +105,9 @@ def build_mtfeel_process(
   if update_order not in UPDATE_ORDERS:
     raise ValueError(f'update_order must be one of {UPDATE_ORDERS}, got {update_order!r}')
   type_checks.check_integer('discrepancy_steps', discrepancy_steps, minimum=0)
+  # checked even without discrepancy estimation (discrepancy_steps=0), where build_dde_process would check them
+  type_checks.check_number('discrepancy_learning_rate', discrepancy_learning_rate, minimum=0.0, strict=True)
+  type_checks.check_number('probe_stddev', probe_stddev, minimum=0.0)
   lambdas = _checked_lambdas(lambdas, num_clients)
   channel = channels.ErrorFreeChannel() if channel is None else channel
   num_models = num_clients
@@ -239,6 +242,7 @@ def build_mtfeel_process(
     metrics = tff.federated_zip(collections.OrderedDict(
         client_work=tff.federated_zip(collections.OrderedDict(
             train=tff.federated_zip(collections.OrderedDict(loss=stepped_alpha.train_loss)),
+            num_empty_datasets=federated_counting.count_empty_datasets(clients.dataset),
         )),
         aggregator=tff.federated_zip(collections.OrderedDict(
             channel=voted.measurements,

@@ -34,7 +34,8 @@ def build_sign_sgd_process(
 
   Returns:
     An `IndexedClientsProcess` with a global model (every device predicts with it). Metrics:
-    `client_work/train/loss` (mean over devices of Lhat(w, S_m)) and `aggregator/` (the channel's `bits`,
+    `client_work/train/loss` (mean over devices of Lhat(w, S_m)), `client_work/num_empty_datasets` (devices
+    without data) and `aggregator/` (the channel's `bits`,
     `bit_errors`, `outages`, and `num_nonfinite_clients`).
 
   Raises:
@@ -106,6 +107,7 @@ def build_sign_sgd_process(
     metrics = tff.federated_zip(collections.OrderedDict(
         client_work=tff.federated_zip(collections.OrderedDict(
             train=tff.federated_zip(collections.OrderedDict(loss=tff.federated_map(mean_loss, totals))),
+            num_empty_datasets=federated_counting.count_empty_datasets(clients.dataset),
         )),
         aggregator=tff.federated_zip(collections.OrderedDict(
             channel=voted.measurements, num_nonfinite_clients=totals.nonfinite,

@@ -215,7 +215,8 @@ def build_learning_process(
   `fedprox_mu` and learning rate `client_learning_rate`. TFF 0.87's `build_weighted_fed_prox` is not used:
   its proximal term has the wrong sign (NOTES.md).
 
-  `fedsgd` is `tff.learning.algorithms.build_fed_sgd` (server SGD with the server learning rate).
+  `fedsgd` is `tff.learning.algorithms.build_fed_sgd` (server SGD with the server learning rate) whose client work
+  also counts non-finite updates and empty datasets (`composition.build_fed_sgd_process`).
   The `INDEXED_ALGORITHM_NAMES` train every one of `clients_per_round` devices in every round and send
   gradient signs over the config's channel: `mtfeel` is `build_mtfeel_process` (eta = the server learning
   rate; mu, pen_scale, update order and `dde_steps` of discrepancy estimation from the config) and `signsgd`
@@ -260,7 +261,7 @@ def build_learning_process(
         seed=seed,
     )
   if name == 'fedsgd':
-    return tff.learning.algorithms.build_fed_sgd(model_fn, server_optimizer, model_aggregator=aggregator)
+    return composition.build_fed_sgd_process(model_fn, server_optimizer, model_aggregator=aggregator)
   if name == 'delta_fl':
     return delta_fl.build_delta_fl_process(
         model_fn, client_optimizer, server_optimizer, conformity_level=config.conformity_level,

@@ -18,6 +18,7 @@ from tff_robust.processes import stateful_clients
 from tff_robust.simulation import checkpoints
 from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import client_state_store
+from tff_robust.simulation import counted_updates
 from tff_robust.simulation import metrics_utils
 from tff_robust.simulation import schedules
 from tff_robust.simulation.tasks import base
@@ -69,6 +70,7 @@ def run_training(
     client_learning_rate_schedule: Optional[Callable[[int], float]] = None,
     cohort_transform: Optional[client_pipelines.CohortTransform] = None,
     corrupted_client_ids: Collection[str] = frozenset(),
+    stop_after_rounds_without_update: int = 0,
 ) -> dict[str, float]:
   """Trains for `total_rounds` rounds and writes `metrics.csv`, TensorBoard logs and `summary.json`.
 
@@ -103,6 +105,14 @@ def run_training(
   error, evaluated and released, and ends training: the summary then has `nonfinite_model_round` and
   `rounds` equal to that round, and nothing is checkpointed from it.
 
+  Each round releases `counted_updates`, the number of cohort clients whose update counted (reached the aggregate
+  with a positive weight: `counted_updates.count`, from the process's own counts). A round in which none counted
+  (every update non-finite, every dataset empty, every client filtered out) is logged as one warning line naming
+  the round and those counts, and the summary's `rounds_without_counted_update` counts such rounds (a resumed run
+  reads its earlier ones from metrics.csv). With `stop_after_rounds_without_update` > 0, that many such rounds in a
+  row end training like a non-finite model (logged as an error naming the rounds, the last one evaluated and
+  released, not checkpointed): the summary then has `no_counted_update_stop_round` and `rounds` equal to it.
+
   Tasks with a `device_evaluator` also get the per-device distributions (`train/loss_p90`,
   `eval/error_mean`, ...; see `evaluation.distribution_summary`) at each evaluation, and `devices.csv`
   with every device's final loss and error. Delta-FL's filter measurements are released as `filter/*`, and
@@ -121,8 +131,9 @@ def run_training(
 
   Returns:
     The summary written to `summary.json`: final `eval/*` metrics, last `train/*` metrics, `rounds`,
-    `secure_average_calls` (over the whole run, quantile passes included), `seconds_per_round`, and
-    `summary_extras`.
+    `secure_average_calls` (over the whole run, quantile passes included), `seconds_per_round`,
+    `rounds_without_counted_update` (and `nonfinite_model_round` or `no_counted_update_stop_round` when training
+    stopped early), and `summary_extras`.
   """
   client_ids = list(task.train_data.client_ids)
   stateful = isinstance(process, stateful_clients.StatefulClientProcess)
@@ -158,6 +169,10 @@ def run_training(
   csv_path = os.path.join(output_dir, 'metrics.csv')
   if restored is None and os.path.exists(csv_path):
     os.remove(csv_path)
+  without_update = counted_updates.RoundsWithoutUpdate(
+      stop_after_rounds_without_update,
+      _rounds_without_counted_update(csv_path, first_round - 1) if restored is not None else (),
+  )
   release_managers = [
       tff.program.CSVFileReleaseManager(csv_path, key_fieldname='round'),
       tff.program.TensorBoardReleaseManager(os.path.join(output_dir, 'tensorboard')),
@@ -171,7 +186,7 @@ def run_training(
   released: dict[str, float] = {}
   device_metrics = None
   checkpoint_round = restored[0] if restored is not None else None
-  nonfinite_round = None
+  nonfinite_round = stop_round = None
   round_num = first_round
   progress = tqdm.trange(first_round, total_rounds + 1, desc=task.name, unit='round', disable=not show_progress)
   try:
@@ -205,8 +220,12 @@ def run_training(
       )
       if client_learning_rate_schedule is not None:
         released['client_learning_rate'] = client_learning_rate_schedule(round_num)
+      counted = without_update.record(round_num, total_rounds, round_metrics, len(cohort))
+      if counted is not None:
+        released['counted_updates'] = counted
+      stop = without_update.stop_message(round_num, total_rounds)
       nonfinite = _nonfinite_evidence(process, state, len(client_ids), released)
-      if round_num % rounds_per_eval == 0 or round_num == total_rounds or nonfinite:
+      if round_num % rounds_per_eval == 0 or round_num == total_rounds or nonfinite or stop:
         evaluated, device_metrics = _evaluate(
             process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
         )
@@ -218,9 +237,12 @@ def run_training(
             'Round %d of %d: the model became non-finite (%s); training stopped in this round (summary.json: '
             'nonfinite_model_round). Lower the learning rates.', round_num, total_rounds, nonfinite,
         )
+      elif stop:
+        stop_round = round_num
+        logging.error(stop)
       _release(release_managers, released, round_num)
       progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
-      if nonfinite_round is not None:
+      if nonfinite_round is not None or stop_round is not None:
         break
       if checkpointer is not None and round_num % rounds_per_checkpoint == 0:
         checkpointer.save(round_num, collections.OrderedDict(
@@ -244,12 +266,15 @@ def run_training(
       if key.startswith(('eval/', 'train/', 'personal/', 'personal_honest/', 'personal_corrupted/'))
   )
   summary.update(
-      rounds=total_rounds if nonfinite_round is None else nonfinite_round,
+      rounds=nonfinite_round or stop_round or total_rounds,
       secure_average_calls=secure_average_calls,
       seconds_per_round=float(np.mean(round_seconds)) if round_seconds else 0.0,
+      rounds_without_counted_update=len(without_update.rounds),
   )
   if nonfinite_round is not None:
     summary['nonfinite_model_round'] = nonfinite_round
+  if stop_round is not None:
+    summary['no_counted_update_stop_round'] = stop_round
   summary.update(summary_extras or {})
   _save_model_weights(os.path.join(output_dir, 'model_weights.npz'), process.get_model_weights(state))
   if indexed:
@@ -312,6 +337,17 @@ def _nonfinite_evidence(process, state, num_clients: int, released: dict) -> Opt
     if key in released and not np.isfinite(released[key]):
       return f'{key} = {released[key]}'
   return None
+
+
+def _rounds_without_counted_update(csv_path: str, last_round: int) -> list[int]:
+  """The rounds up to `last_round` whose metrics.csv row has `counted_updates` 0, in order (a run resumed from
+  round `last_round`)."""
+  if not os.path.exists(csv_path):
+    return []
+  with open(csv_path, newline='') as f:
+    rows = {int(row['round']): row.get('counted_updates') for row in csv.DictReader(f)}
+  return sorted(r for r, counted in rows.items() if r <= last_round and counted not in (None, '') and
+                float(counted) == 0)
 
 
 def _last_released_row(csv_path: str, round_num: int) -> dict[str, float]:

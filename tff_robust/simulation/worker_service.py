@@ -23,6 +23,7 @@ from absl import app
 from absl import flags
 
 from tff_robust.simulation import execution_context
+from tff_robust.simulation import finite_flags
 from tff_robust.simulation import gpu_placement
 
 _PORT = flags.DEFINE_integer('port', 8000, 'Port to serve on, in [1, 65535].', lower_bound=1, upper_bound=65535)
@@ -55,4 +56,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

@@ -131,7 +131,6 @@ def test_the_scan_finds_the_issue_s_hyperparameters():
       'tff_robust.processes.fedprox.build_fedprox_process.proximal_strength',  # mu
       'tff_robust.processes.fedplus.build_fedplus_process.sigma',  # sigma
       'tff_robust.processes.delta_fl.build_delta_fl_process.conformity_level',  # theta
-      'tff_robust.aggregators.update_corruption.UpdateCorruptionFactory.ipm_epsilon',  # epsilon
       'tff_robust.aggregators.delta_median.DeltaMedianFactory.delta',  # delta
       'tff_robust.aggregators.baselines.trimmed_mean_factory.trim_fraction',
       'tff_robust.aggregators.channels.RayleighBPSKChannel.snr_db',
@@ -156,3 +155,23 @@ def test_a_nonfinite_hyperparameter_is_refused_naming_it(qualified, parameter, v
   arguments[parameter] = value
   with pytest.raises(ValueError, match=parameter):
     member(**arguments)
+
+
+@pytest.mark.parametrize('text', ['nan', 'inf', '-inf'])
+def test_every_numeric_parameter_of_an_attack_or_defence_spec_refuses_non_finite_values(text):
+  """Attack and defence parameters (ALIE's z, IPM's epsilon, tau, k, ...) arrive as specs; the spec parsers name them."""
+  from tff_robust.aggregators.defences import registry  # pylint: disable=g-import-not-at-top
+  from tff_robust.core.attacks import catalog  # pylint: disable=g-import-not-at-top
+  attack_parameters = [(info.name, p.name) for info in catalog.ATTACKS.values() for p in info.parameters
+                       if p.kind is float]
+  assert ('alie', 'z') in attack_parameters and ('ipm', 'eps') in attack_parameters
+  for attack, parameter in attack_parameters:
+    with pytest.raises(ValueError, match=f"attack '{attack}': {parameter} must be"):
+      catalog.parse(f'{attack}({parameter}={text})')
+  defence_parameters = [(name, p.name) for name, entry in registry.REGISTRY.items() for p in entry.params
+                        if p.kind in (int, float)]
+  assert ('centered_clipping', 'tau') in defence_parameters
+  for component, parameter in defence_parameters:
+    with pytest.raises(ValueError, match=rf'{component}\({parameter}={text}\): {parameter} must be'):
+      registry.parse(f'{component}({parameter}={text})' + ('' if registry.REGISTRY[component].kind == registry.RULE
+                                                               else '>mean'))

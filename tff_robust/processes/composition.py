@@ -9,6 +9,7 @@ import tensorflow_federated as tff
 from tensorflow_federated.python.learning.templates import model_delta_client_work
 
 from tff_robust.aggregators import federated_counting
+from tff_robust.processes import client_loop
 
 
 def compose_with_fedavg_parts(
@@ -102,11 +103,13 @@ def build_fed_avg_process(
     model_distributor=None,
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator=None,
-    loop_implementation: tff.learning.LoopImplementation = tff.learning.LoopImplementation.DATASET_REDUCE,
+    loop_implementation: tff.learning.LoopImplementation = client_loop.LOOP_IMPLEMENTATION,
 ) -> tff.learning.templates.LearningProcess:
   """`tff.learning.algorithms.build_weighted_fed_avg`, arguments, defaults and parts included, whose client
   work also reports `num_nonfinite_updates` (`count_nonfinite_updates`): metrics
   `client_work/num_nonfinite_updates` count the clients left out of the round for a non-finite update.
+  The one default that differs is the client loop: `DATASET_ITERATOR` (`client_loop`), the same steps on the
+  same batches at a fraction of `DATASET_REDUCE`'s cost per client in TFF's worker.
 
   `model_fn` is a no-arg callable returning a `tff.learning.models.VariableModel`, or a
   `tff.learning.models.FunctionalModel`; the server optimizer defaults to SGD with learning rate 1 and the

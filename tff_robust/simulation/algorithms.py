@@ -12,6 +12,7 @@ from tff_robust.aggregators import channels
 from tff_robust.aggregators import gathering
 from tff_robust.aggregators import delta_median
 from tff_robust.aggregators import norm_filter
+from tff_robust.processes import client_loop
 from tff_robust.processes import composition
 from tff_robust.processes import delta_fl
 from tff_robust.processes import fedplus
@@ -258,7 +259,9 @@ def build_learning_process(
         seed=seed,
     )
   if name == 'fedsgd':
-    return tff.learning.algorithms.build_fed_sgd(model_fn, server_optimizer, model_aggregator=aggregator)
+    return tff.learning.algorithms.build_fed_sgd(
+        model_fn, server_optimizer, model_aggregator=aggregator, loop_implementation=client_loop.LOOP_IMPLEMENTATION
+    )
   if name == 'delta_fl':
     return delta_fl.build_delta_fl_process(
         model_fn, client_optimizer, server_optimizer, conformity_level=config.conformity_level,

@@ -59,6 +59,18 @@ def _examples_per_epoch(dataset: tf.data.Dataset, epochs: int, batch_size: int, 
   return _num_examples(dataset.unbatch()) // epochs
 
 
+def cohort_client_data(train_data, client_data_fn: Callable[[str], object], cohort: Sequence[str],
+                       cohort_transform: Optional[CohortTransform], seed: int, round_num: int) -> list:
+  """What a process takes for `cohort` in round `round_num` (the runner's data path): `client_data_fn` of each
+  client, changed by `cohort_transform` (if any) with the round's generator (`round_generator`) and each client's
+  raw example count where tf.data knows it (`known_example_count` of its `train_data` dataset)."""
+  client_data = [client_data_fn(client_id) for client_id in cohort]
+  if cohort_transform is None:
+    return client_data
+  counts = [known_example_count(train_data.create_tf_dataset_for_client(client_id)) for client_id in cohort]
+  return cohort_transform(round_generator(seed, round_num), client_data, counts)
+
+
 def _counts_or_none(num_examples: Optional[Sequence[Optional[int]]], cohort_size: int) -> Sequence[Optional[int]]:
   return [None] * cohort_size if num_examples is None else num_examples
 

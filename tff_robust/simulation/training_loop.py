@@ -177,11 +177,9 @@ def run_training(
   try:
     for round_num in progress:
       cohort = client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
-      client_data = [client_data_fn(cid) for cid in cohort]
-      if cohort_transform is not None:
-        counts = [client_pipelines.known_example_count(task.train_data.create_tf_dataset_for_client(cid))
-                  for cid in cohort]
-        client_data = cohort_transform(client_pipelines.round_generator(seed, round_num), client_data, counts)
+      client_data = client_pipelines.cohort_client_data(
+          task.train_data, client_data_fn, cohort, cohort_transform, seed, round_num
+      )
       if client_learning_rate_schedule is not None:
         state = schedules.set_client_learning_rate(process, state, client_learning_rate_schedule(round_num))
       start = time.perf_counter()

@@ -15,9 +15,8 @@ on the same windows:
 * *plain TFF*: `tff.learning.algorithms.build_weighted_fed_avg` with the same model and optimizers on in-memory
   datasets (`from_tensor_slices(windows).batch(10)`) of exactly the windows the runner's clients trained on that
   round, with TFF's default loop (`dataset.reduce`) and with `LoopImplementation.DATASET_ITERATOR`.
-* *Keras floor*: the same windows trained one client after another in plain Keras (`train_on_batch`, batch 10,
-  one epoch, each client from the same weights), the compute a round cannot go below without running clients
-  together.
+* *Keras floor*: the same windows trained one client after another in plain Keras (one `fit` over the clients'
+  batches of 10 in turn, one epoch), the compute a round cannot go below without running clients together.
 
 Wall: median seconds per round over the timed rounds (interleaved, so drift in load hits every method alike).
 CPU: median CPU seconds per round of this process plus the TFF worker (robust to other jobs on the machine, which
@@ -93,29 +92,36 @@ def in_memory(windows: collections.OrderedDict) -> tf.data.Dataset:
 
 
 class KerasFloor:
-  """Trains clients one after another with a compiled Keras model, each from the same initial weights."""
+  """Trains a cohort's batches, client after client, with one compiled Keras model in one `fit`: the same
+  batches as the clients' (no batch mixes two clients); the weights are not reset between clients, which
+  changes no cost."""
 
   def __init__(self, build_model):
     self.build_model = build_model
     self.model = build_model()
     self.model.compile(optimizer=tf.keras.optimizers.SGD(CLIENT_LEARNING_RATE),
                        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    self.initial_weights = self.model.get_weights()
-    warm_up = np.zeros([BATCH_SIZE, paper_models.SEQUENCE_LENGTH], np.int32)
-    for size in (BATCH_SIZE, 4):  # a full batch and a remainder: both shapes traced before the timed rounds
-      self.model.train_on_batch(warm_up[:size], np.zeros([size], np.int32))
+    warm_up = collections.OrderedDict(x=np.zeros([BATCH_SIZE + 4, paper_models.SEQUENCE_LENGTH], np.int32),
+                                      y=np.zeros([BATCH_SIZE + 4], np.int32))
+    self.train(self.batches([warm_up]))  # a full batch and a remainder: both shapes traced before timing
 
   def restore_eager_classes(self) -> None:
     """Undoes TFF's tracing: a Keras model built inside a graph swaps the base class of Keras's `Functional` to
-    its TF1 variant for every instance (keras `version_utils.swap_class`), so `train_on_batch` would take the
-    TF1 path; building one model eagerly swaps it back."""
+    its TF1 variant for every instance (keras `version_utils.swap_class`), so `fit` would take the TF1 path;
+    building one model eagerly swaps it back."""
     self.build_model()
 
-  def train(self, cohort_windows: list) -> None:
-    for windows in cohort_windows:
-      self.model.set_weights(self.initial_weights)
-      for start in range(0, len(windows['y']), BATCH_SIZE):
-        self.model.train_on_batch(windows['x'][start:start + BATCH_SIZE], windows['y'][start:start + BATCH_SIZE])
+  @staticmethod
+  def batches(cohort_windows: list) -> tf.data.Dataset:
+    """(x, y) batches of each client's windows, client after client."""
+    datasets = [tf.data.Dataset.from_tensor_slices((w['x'], w['y'])).batch(BATCH_SIZE) for w in cohort_windows]
+    joined = datasets[0]
+    for dataset in datasets[1:]:
+      joined = joined.concatenate(dataset)
+    return joined
+
+  def train(self, batches: tf.data.Dataset) -> None:
+    self.model.fit(batches, epochs=1, verbose=0)
 
 
 def _plain_fed_avg(model_fn, loop_implementation):
@@ -155,7 +161,7 @@ def measure_cohort(task_name: str, roles: int, rounds: int, keras_floor: KerasFl
   plain = {PLAIN_REDUCE: _plain_fed_avg(task.model_fn, tff.learning.LoopImplementation.DATASET_REDUCE),
            PLAIN_ITERATOR: _plain_fed_avg(task.model_fn, tff.learning.LoopImplementation.DATASET_ITERATOR)}
   states = {name: process.initialize() for name, process in [(RUNNER, runner), *plain.items()]}
-  client_data_fn = corruption.make_client_data_fn(task, 'none', frozenset())
+  client_data_fn = corruption.make_client_data_fn(task, 'none', frozenset(), in_memory=True)
   transform = client_pipelines.max_examples(_MAX_CLIENT_EXAMPLES.value, epochs=1, batch_size=BATCH_SIZE)
   client_ids = list(task.train_data.client_ids)
   rng = np.random.default_rng(_SEED.value)
@@ -170,7 +176,8 @@ def measure_cohort(task_name: str, roles: int, rounds: int, keras_floor: KerasFl
       datasets = [in_memory(windows) for windows in cohort_windows]
       states[name] = clock.time(name, lambda: process.next(states[name], datasets)).state
     keras_floor.restore_eager_classes()
-    clock.time(KERAS, lambda: keras_floor.train(cohort_windows))
+    batches = keras_floor.batches(cohort_windows)
+    clock.time(KERAS, lambda: keras_floor.train(batches))
   medians = {}
   for name in ('runner: data', 'runner: next', *METHODS[1:]):
     medians[name] = (statistics.median(clock.wall[name][1:]), statistics.median(clock.cpu[name][1:]))

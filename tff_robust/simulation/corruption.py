@@ -40,23 +40,28 @@ def select_corrupted_clients(task: base.Task, fraction: float, seed: int) -> fro
   )
 
 
-def make_client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[str]) -> Callable[[str], object]:
+def make_client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[str], *,
+                        in_memory: bool = False) -> Callable[[str], object]:
   """Maps a client id to what the learning process takes for it under `corruption`.
+
+  With `in_memory` a client's data is `Task.client_data` (a `base.InMemoryClient` where the task holds its
+  examples in memory) instead of its dataset: the runner's data path (`client_pipelines.cohort_client_data`)
+  turns it into the same dataset, or a capped sample of it (`client_pipelines.max_examples`) cheaply.
 
   Raises:
     ValueError: for an unknown corruption, or label flipping on a task without class labels.
   """
   if corruption not in CORRUPTIONS:
     raise ValueError(f'corruption must be one of {CORRUPTIONS}, got {corruption!r}')
+  data_of = task.client_data if in_memory else task.client_dataset
   if corruption in UPDATE_ATTACKS:
-    return lambda cid: (
-        task.client_dataset(cid), update_corruption_process.corruption_flag_dataset(cid in corrupted)
-    )
+    return lambda cid: (data_of(cid), update_corruption_process.corruption_flag_dataset(cid in corrupted))
   if corruption == 'label_flipping':
     if task.flip_labels is None:
       raise ValueError(f'label_flipping needs a task with class labels, not {task.name!r}')
     task = dataclasses.replace(task, corrupt_train=task.flip_labels)
-  return lambda cid: task.client_dataset(cid, corrupted=corruption != 'none' and cid in corrupted)
+    data_of = task.client_data if in_memory else task.client_dataset
+  return lambda cid: data_of(cid, corrupted=corruption != 'none' and cid in corrupted)
 
 
 def corrupted_weight_share(task: base.Task, corrupted: frozenset[str]) -> float:

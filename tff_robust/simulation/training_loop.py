@@ -154,7 +154,7 @@ def run_training(
   elif stateful:
     store.clear()  # a fresh run: no states from an earlier run in this directory
   elif indexed:
-    state = process.prepare(state, [client_data_fn(cid) for cid in client_ids])
+    state = process.prepare(state, [client_pipelines.as_dataset(client_data_fn(cid)) for cid in client_ids])
   csv_path = os.path.join(output_dir, 'metrics.csv')
   if restored is None and os.path.exists(csv_path):
     os.remove(csv_path)

@@ -205,9 +205,10 @@ def run_training(
         released['client_learning_rate'] = client_learning_rate_schedule(round_num)
       nonfinite = _nonfinite_evidence(process, state, len(client_ids), released)
       if round_num % rounds_per_eval == 0 or round_num == total_rounds or nonfinite:
-        evaluated, device_metrics = _evaluate(
-            process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
-        )
+        with evaluation.progress_bars(show_progress):
+          evaluated, device_metrics = _evaluate(
+              process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
+          )
         released.update(evaluated)
         nonfinite = nonfinite or _nonfinite_evidence(process, state, len(client_ids), released)
       if nonfinite:
@@ -274,7 +275,10 @@ def _evaluate(process, task, state, store, personal_evaluator, client_ids, corru
     if task.device_evaluator is not None:
       device_metrics.update(task.device_evaluator(model_weights))
   if personal_evaluator is not None:
-    device_metrics.update(personal_evaluator(_personal_weights(process, state, store, model_weights, client_ids)))
+    if store is None and not isinstance(process, indexed_clients.IndexedClientsProcess):
+      device_metrics.update(personal_evaluator.one_model(model_weights))  # every client has the global model
+    else:
+      device_metrics.update(personal_evaluator(_personal_weights(process, state, store, model_weights, client_ids)))
   released.update(evaluation.distribution_summary(device_metrics))
   if corrupted_client_ids and 'personal' in device_metrics:
     released.update(evaluation.distribution_summary(
@@ -325,12 +329,11 @@ def _last_released_row(csv_path: str, round_num: int) -> dict[str, float]:
 
 def _personal_weights(process, state, store, global_weights, client_ids) -> Callable[
     [str], tff.learning.models.ModelWeights]:
-  """client id -> the model that client predicts with: its personal model, or the global one."""
+  """client id -> the model that client predicts with: its personal model (a process with a client-state store,
+  or an indexed process)."""
   if isinstance(process, indexed_clients.IndexedClientsProcess):
     index_of = {cid: index for index, cid in enumerate(client_ids)}
     return lambda client_id: process.personal_model_weights(state, index_of[client_id])
-  if store is None:
-    return lambda client_id: global_weights
   return lambda client_id: process.personal_model_weights(global_weights, store.get([client_id])[0])
 
 

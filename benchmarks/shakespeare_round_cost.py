@@ -70,6 +70,9 @@ _MAX_CLIENT_EXAMPLES = flags.DEFINE_integer('max_client_examples', 64, "The runn
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed of the cohort sampling and the cap (as the runner\'s --seed).')
 _NOTE = flags.DEFINE_string('note', '', 'Appended to the machine line (e.g. other jobs running).')
 _OUTPUT = flags.DEFINE_string('output', None, 'Also write the Markdown section to this file.')
+_PERF_ROUNDS = flags.DEFINE_integer(
+    'perf_rounds', 0, 'After timing each cohort, profile the worker with `perf record` during this many more '
+    'runner rounds of it and print where its CPU goes (0: no profile).', lower_bound=0)
 
 
 def parse_cohort(text: str) -> tuple[str, int]:
@@ -151,9 +154,10 @@ class _Clock:
     return result
 
 
-def measure_cohort(task_name: str, roles: int, rounds: int, keras_floor: KerasFloor, worker_pid: int) -> dict:
-  """{method: (median wall s, median CPU s)} over `rounds` timed rounds after one warm-up, plus the runner's
-  'runner: data' and 'runner: next' parts."""
+def measure_cohort(task_name: str, roles: int, rounds: int, keras_floor: KerasFloor, worker_pid: int) -> tuple:
+  """({method: (median wall s, median CPU s)} over `rounds` timed rounds after one warm-up, plus the runner's
+  'runner: data' and 'runner: next' parts; the worker's `perf` profile of `--perf_rounds` more runner rounds,
+  or None)."""
   task = tasks.create_task(task_name, client_epochs=1, client_batch_size=BATCH_SIZE, seed=_SEED.value)
   config = algorithms.AlgorithmConfig(client_learning_rate=CLIENT_LEARNING_RATE,
                                       server_learning_rate=SERVER_LEARNING_RATE)
@@ -184,7 +188,23 @@ def measure_cohort(task_name: str, roles: int, rounds: int, keras_floor: KerasFl
   whole = [d + n for d, n in zip(clock.wall['runner: data'][1:], clock.wall['runner: next'][1:])]
   whole_cpu = [d + n for d, n in zip(clock.cpu['runner: data'][1:], clock.cpu['runner: next'][1:])]
   medians[RUNNER] = (statistics.median(whole), statistics.median(whole_cpu))
-  return medians
+  profile = None
+  if _PERF_ROUNDS.value and process_stats.perf_available():
+    def runner_rounds():
+      for round_num in range(rounds + 2, rounds + 2 + _PERF_ROUNDS.value):
+        cohort = list(rng.choice(client_ids, size=roles, replace=False))
+        data = client_pipelines.cohort_client_data(
+            task.train_data, client_data_fn, cohort, transform, _SEED.value, round_num)
+        states[RUNNER] = runner.next(states[RUNNER], data).state
+    profile = process_stats.perf_profile(worker_pid, runner_rounds, process_stats.PERF_CATEGORIES)
+  return medians, profile
+
+
+def profile_table(profile: process_stats.PerfProfile, rounds: int) -> str:
+  """The worker's CPU per runner round, split by what its sampled stacks were doing."""
+  rows = [[label, f'{fraction:.0%}', f'{fraction * profile.cpu_seconds / rounds:.3f}']
+          for label, fraction in profile.fractions.items()]
+  return scaling_report.table(['worker stacks', 'share', 'CPU s / round'], rows)
 
 
 def cohort_table(medians: dict) -> str:
@@ -214,9 +234,13 @@ def main(argv):
   parts = []
   try:
     for name, roles in cohorts:
-      medians = measure_cohort(name, roles, rounds, floors[name], worker.pid)
+      medians, profile = measure_cohort(name, roles, rounds, floors[name], worker.pid)
       parts.append(f'`{name}`, {roles} roles a round, at most {_MAX_CLIENT_EXAMPLES.value} windows each:\n\n'
                    + cohort_table(medians))
+      if profile is not None:
+        parts[-1] += (f'\n\nWhere the worker\'s CPU goes in {_PERF_ROUNDS.value} more runner rounds (`perf record`, '
+                      f'{profile.samples} samples at {profile.frequency} Hz):\n\n'
+                      + profile_table(profile, _PERF_ROUNDS.value))
       print(parts[-1] + '\n', flush=True)
   finally:
     execution_context.stop_local_execution_context()

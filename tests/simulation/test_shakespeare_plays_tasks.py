@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tff_robust.simulation import corruption
 from tff_robust.simulation import tasks
 from tff_robust.simulation.tasks import shakespeare_papers
 from tff_robust.simulation.tasks import shakespeare_plays
@@ -197,3 +198,10 @@ def test_string_tensor_datasets_equal_the_per_client_datasets(name, plays):
     np.testing.assert_array_equal(rows, _windows(data, role))
   pooled = list(data.create_tf_dataset_from_all_clients(seed=0).as_numpy_iterator())
   assert len(pooled) == sum(len(_windows(data, role)) for role in data.client_ids)
+
+
+def test_corruption_counts_of_the_windows_equal_their_datasets_lengths(plays):
+  # Read from the windows held in memory (no dataset built per role): the counts that choose corrupted roles.
+  task = tasks.create_task('shakespeare_lstm_rfa', shakespeare_source='plays', **_TRAINING)
+  counts = corruption.client_example_counts(task)
+  assert counts == tuple(len(_windows(task.train_data, role)) for role in task.train_data.client_ids)

@@ -14,6 +14,7 @@ import numpy as np
 from tff_robust.core import corruption as core_corruption
 from tff_robust.simulation import update_corruption_process
 from tff_robust.simulation.tasks import base
+from tff_robust.simulation.tasks import shakespeare_windows
 
 CORRUPTIONS = ('none', 'data', 'gaussian', 'omniscient', 'alie', 'ipm', 'sign_flipping', 'label_flipping')
 UPDATE_ATTACKS = ('gaussian', 'omniscient', 'alie', 'ipm', 'sign_flipping')
@@ -25,6 +26,8 @@ def client_example_counts(task: base.Task) -> tuple[int, ...]:
 
   Cached per task: counting iterates every client's dataset where its cardinality is unknown.
   """
+  if isinstance(task.train_data, shakespeare_windows.WindowsClientData):  # held in memory: no dataset to build
+    return tuple(task.train_data.num_examples(client_id) for client_id in task.train_data.client_ids)
   counts = []
   for client_id in task.train_data.client_ids:
     dataset = task.train_data.create_tf_dataset_for_client(client_id)

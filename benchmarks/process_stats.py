@@ -114,6 +114,24 @@ class CallRecorder:
       self._on_done()
 
 
+# What the worker's CPU samples are doing: the first pattern matching a frame of a sample's stack wins.
+PERF_CATEGORIES = (
+    ('tf.data: rebuilding each client dataset from its serialised graph, rewriting and finalising it',
+     r'DatasetFromGraph|FinalizeDataset|RewriteDataset|DatasetToGraph'),
+    ('TF: instantiating function graphs (Grappler, oneDNN rewrite, partitioning, executors, kernels) and '
+     'releasing them', r'Instantiate|OptimizeFunctionGraph|GetOrCreateExecutors|CreateGraphs|NewLocalExecutor|'
+     r'NewExecutor|CreateKernel|CreateOpKernel|MetaOptimizer|OptimizationPassRegistry|PartitionFunctionGraph|'
+     r'GraphConstructor|ImportGraphDef|ConvertGraphDefToGraph|ReleaseHandle|~FunctionHandleCache|~ExecutorImpl'),
+    ('thread wake-ups and context switches (kernel scheduler)', r'finish_task_switch|__schedule|futex_'),
+    ('TF: executing the graphs (kernels incl. the training math, executor scheduling, dataset iteration)',
+     r'OpKernel|ExecutorState|IteratorGetNext|ReduceDataset|Eigen::'),
+    ('TFF executor stack (value bookkeeping, federated intrinsics)', r'tensorflow_federated'),
+    ('gRPC and protobuf', r'grpc::|grpc_|google::protobuf'),
+    ('malloc/free and page faults not attributed to a caller above',
+     r'malloc|free|_int_|consolidate|unlink_chunk|mmap|munmap|page_fault|mprotect|brk'),
+)
+
+
 def perf_available() -> bool:
   return shutil.which('perf') is not None
 

@@ -36,22 +36,7 @@ _EXAMPLES_PER_CLIENT = flags.DEFINE_integer('examples_per_client', 16, 'Examples
                                             lower_bound=1)
 _PERF = flags.DEFINE_boolean('perf', True, 'Profile the worker with `perf record` (skipped if unavailable).')
 
-# What the worker's CPU samples are doing: the first pattern matching a frame of a sample's stack wins.
-PERF_CATEGORIES = (
-    ('tf.data: rebuilding each client dataset from its serialised graph, rewriting and finalising it',
-     r'DatasetFromGraph|FinalizeDataset|RewriteDataset|DatasetToGraph'),
-    ('TF: instantiating function graphs (Grappler, oneDNN rewrite, partitioning, executors, kernels) and '
-     'releasing them', r'Instantiate|OptimizeFunctionGraph|GetOrCreateExecutors|CreateGraphs|NewLocalExecutor|'
-     r'NewExecutor|CreateKernel|CreateOpKernel|MetaOptimizer|OptimizationPassRegistry|PartitionFunctionGraph|'
-     r'GraphConstructor|ImportGraphDef|ConvertGraphDefToGraph|ReleaseHandle|~FunctionHandleCache|~ExecutorImpl'),
-    ('thread wake-ups and context switches (kernel scheduler)', r'finish_task_switch|__schedule|futex_'),
-    ('TF: executing the graphs (kernels incl. the training math, executor scheduling, dataset iteration)',
-     r'OpKernel|ExecutorState|IteratorGetNext|ReduceDataset|Eigen::'),
-    ('TFF executor stack (value bookkeeping, federated intrinsics)', r'tensorflow_federated'),
-    ('gRPC and protobuf', r'grpc::|grpc_|google::protobuf'),
-    ('malloc/free and page faults not attributed to a caller above',
-     r'malloc|free|_int_|consolidate|unlink_chunk|mmap|munmap|page_fault|mprotect|brk'),
-)
+PERF_CATEGORIES = process_stats.PERF_CATEGORIES
 
 def _linear_client_datasets(num_clients: int, examples: int, seed: int = 0) -> list:
   """Least-squares clients for `synthetic_regression.model_fn`: x ~ N(0, I), y = x w + noise, one batch each."""

@@ -163,7 +163,7 @@ def _train(task, clients_per_round: int) -> dict:
   return training_loop.run_training(
       process,
       task,
-      corruption.make_client_data_fn(task, train_flags.CORRUPTION.value, corrupted),
+      corruption.make_client_data_fn(task, train_flags.CORRUPTION.value, corrupted, in_memory=True),
       total_rounds=train_flags.TOTAL_ROUNDS.value,
       clients_per_round=clients_per_round,
       rounds_per_eval=train_flags.ROUNDS_PER_EVAL.value,

@@ -25,6 +25,8 @@ _SHRUNK = {
     'benchmarks.parallel_workers': (['--quick'], '2 / 1 ='),
     'benchmarks.evaluation_cost': (['--num_devices=3', '--examples_per_device=4', '--repeats=1'],
                                    'one-pass evaluation'),
+    'benchmarks.shakespeare_round_cost': (['--rounds=1', '--cohorts=shakespeare_lstm_rfa:2',
+                                           '--max_client_examples=8'], 'Keras floor'),
 }
 
 

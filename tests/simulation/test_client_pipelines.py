@@ -9,8 +9,11 @@ import tensorflow as tf
 
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import client_pipelines
+from tff_robust.simulation import corruption
 from tff_robust.simulation import training_loop
 from tff_robust.simulation.tasks import base
+from tff_robust.simulation.tasks import shakespeare_papers
+from tff_robust.simulation.tasks import shakespeare_windows
 from tff_robust.simulation.tasks import synthetic_regression
 
 _BATCH = 8
@@ -193,3 +196,43 @@ def test_a_resumed_run_draws_the_same_stragglers_as_an_uninterrupted_one(tmp_pat
     _train(task, process, str(tmp_path / 'resumed'), stragglers, killing_in_round_4)  # checkpoint at round 2
   np.testing.assert_allclose(_train(task, process, str(tmp_path / 'resumed'), stragglers), reference, atol=1e-6)
   assert np.max(np.abs(_train(task, process, str(tmp_path / 'no_stragglers'), None) - reference)) > 1e-3
+
+
+def _windows_task(epochs: int) -> base.Task:
+  """A task over made-up roles held as `shakespeare_windows` (in memory), corrupted by reversing windows."""
+  rng = np.random.default_rng(11)
+  texts = {f'play:R{i}': ''.join(rng.choice(list('abcXYZ ,'), size=size))
+           for i, size in enumerate([25, 130, 1500, 2600])}
+  symbols = shakespeare_windows.Symbols.from_texts(texts)
+  train_data = shakespeare_windows.WindowsClientData(symbols, {role: symbols.window_positions(role) for role in texts})
+  return base.Task('windows', None, train_data, base.batching(epochs=epochs, batch_size=_BATCH, seed=4),
+                   shakespeare_papers.reverse_windows, evaluate=None)
+
+
+def _all_rows(client_data):
+  dataset = client_data[0] if isinstance(client_data, tuple) else client_data
+  return [np.concatenate([batch['x'], batch['y'][:, np.newaxis]], axis=1) for batch in dataset.as_numpy_iterator()]
+
+
+@pytest.mark.parametrize('epochs', [1, 2])
+@pytest.mark.parametrize('corruption_name', ['none', 'data', 'omniscient'])
+def test_in_memory_clients_give_the_dataset_pipelines_batches_capped_or_not(epochs, corruption_name):
+  tf.random.set_seed(1)
+  task = _windows_task(epochs)
+  corrupted = frozenset(task.train_data.client_ids[1::2])
+  cohort = list(task.train_data.client_ids)
+  for cap in (None, 5, 64, 10_000):
+    transform = None if cap is None else client_pipelines.max_examples(cap, epochs=epochs, batch_size=_BATCH)
+    data = {
+        in_memory: client_pipelines.cohort_client_data(
+            task.train_data, corruption.make_client_data_fn(task, corruption_name, corrupted, in_memory=in_memory),
+            cohort, transform, seed=3, round_num=2)
+        for in_memory in (False, True)
+    }
+    for old, new in zip(data[False], data[True]):
+      old_rows, new_rows = _all_rows(old), _all_rows(new)
+      assert len(old_rows) == len(new_rows)  # the same batches: same sizes, same rows in the same order
+      for old_batch, new_batch in zip(old_rows, new_rows):
+        np.testing.assert_array_equal(new_batch, old_batch)
+      if isinstance(old, tuple):
+        assert list(old[1].as_numpy_iterator()) == list(new[1].as_numpy_iterator())

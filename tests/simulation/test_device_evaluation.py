@@ -78,11 +78,16 @@ def _assert_equals_device_by_device(model_fn, x, y, logits_of):
     logits = logits_of(weights, x_device)
     assert one_pass.loss[index] == pytest.approx(numpy_classifiers.mean_cross_entropy(logits, y_device), rel=1e-4)
     assert one_pass.error[index] == pytest.approx(numpy_classifiers.error_rate(logits, y_device), abs=1e-6)
-  per_device = evaluation.PersonalEvaluator(model_fn, client_data, {}, batch_size=_EVAL_BATCH)(
-      lambda device: weights)['personal']
+  personal = evaluation.PersonalEvaluator(model_fn, client_data, {}, batch_size=_EVAL_BATCH)
+  per_device = personal(lambda device: weights)['personal']
   np.testing.assert_array_equal(one_pass.num_examples, per_device.num_examples)
   np.testing.assert_allclose(one_pass.loss, per_device.loss, rtol=1e-6)  # NaN == NaN for the empty device
   np.testing.assert_allclose(one_pass.error, per_device.error, rtol=1e-6)
+  one_model = personal.one_model(weights)['personal']  # the runner's personal metrics of a global model
+  assert one_model.device_ids == per_device.device_ids and not one_model.weighted
+  np.testing.assert_array_equal(one_model.num_examples, per_device.num_examples)
+  np.testing.assert_allclose(one_model.loss, per_device.loss, rtol=1e-6)
+  np.testing.assert_allclose(one_model.error, per_device.error, rtol=1e-6)
   summary = evaluation.distribution_summary({'eval': one_pass})
   assert summary['eval/loss_num_nonfinite'] == summary['eval/error_num_nonfinite'] == 1
   assert summary['eval/error_mean'] == pytest.approx(np.nanmean(one_pass.error))
@@ -219,6 +224,21 @@ def test_personal_evaluator_scores_each_client_with_its_own_model():
     loss, error = _numpy_mlp_metrics(model_of[client_id].trainable, x, y)
     assert results.loss[index] == pytest.approx(loss, rel=1e-4)
     assert results.error[index] == pytest.approx(error, abs=1e-6)
+
+
+def test_evaluations_show_a_progress_bar_only_when_asked(capsys):
+  clients, (x_test, y_test) = digits.load_client_arrays()
+  del clients
+  evaluator = evaluation.CentralizedEvaluator(digits.model_fn, base.test_dataset_from_arrays(x_test, y_test, 8), {})
+  weights = tff.learning.models.ModelWeights.from_model(digits.model_fn())
+  quiet = evaluator(weights)
+  assert 'evaluating' not in capsys.readouterr().err
+  with evaluation.progress_bars():
+    shown = evaluator(weights)
+  bar = capsys.readouterr().err
+  total = -(-len(y_test) // 8)
+  assert 'evaluating' in bar and f'/{total} ' in bar  # a bar over the evaluation's batches
+  assert shown == quiet
 
 
 def test_split_honest_and_corrupted_separates_the_two_parts():

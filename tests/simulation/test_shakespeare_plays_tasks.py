@@ -6,7 +6,9 @@ import string
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
+from tff_robust.simulation import corruption
 from tff_robust.simulation import tasks
 from tff_robust.simulation.tasks import shakespeare_papers
 from tff_robust.simulation.tasks import shakespeare_plays
@@ -71,7 +73,8 @@ def _test_data(task) -> list[str]:
 
 
 def test_windows_and_labels_equal_a_numpy_construction(plays):
-  _, counts = shakespeare_papers.load_plays()
+  symbols = shakespeare_papers.load_plays()
+  counts = {role: symbols.num_windows(role) for role in symbols.lengths}
   assert counts == {role: len(text) - 20 for role, text in plays.items()}  # the same name in two plays: two
   task = shakespeare_papers.create_dfl_task(shakespeare_source='plays', **_TRAINING)
   test_data = _test_data(task)
@@ -169,12 +172,36 @@ def test_client_datasets_know_their_cardinality_the_number_of_windows_produced(n
 
 
 @pytest.mark.parametrize('name', ['shakespeare_lstm_rfa', 'shakespeare_gru_dfl'])
-def test_building_client_datasets_does_not_retrace_the_per_role_transforms(name, plays):
-  # Traced per client, they cost 40-70 ms of every client's dataset (most of a Shakespeare round).
+def test_client_datasets_are_the_roles_windows_in_memory_and_serialise_small(name, plays):
+  # A client's dataset holds its own windows as a constant (no map to trace or instantiate per client, as the
+  # text -> windows -> split pipeline was): what TFF serialises into each client's call is that role's data.
   task = tasks.create_task(name, shakespeare_source='plays', **_TRAINING)
-  transforms = (shakespeare_papers.windows, shakespeare_papers._within_role_part)
-  task.client_dataset(task.train_data.client_ids[0])
-  traced = [transform.experimental_get_tracing_count() for transform in transforms]
   for role in task.train_data.client_ids:
-    task.client_dataset(role)
-  assert [transform.experimental_get_tracing_count() for transform in transforms] == traced
+    dataset = task.train_data.create_tf_dataset_for_client(role)
+    graph = tf.compat.v1.GraphDef.FromString(
+        tf.raw_ops.DatasetToGraphV2(input_dataset=tf.data.experimental.to_variant(dataset)).numpy()
+    )
+    assert {node.op for node in graph.node} <= {'Const', 'TensorSliceDataset', '_Retval', 'Identity'}, role
+    assert not graph.library.function, role
+
+
+@pytest.mark.parametrize('name', ['shakespeare_lstm_rfa', 'shakespeare_gru_dfl'])
+def test_string_tensor_datasets_equal_the_per_client_datasets(name, plays):
+  # `serializable_dataset_fn` of a string tensor (TFF's all-clients dataset, the per-device evaluator) serves
+  # the same windows as `create_tf_dataset_for_client`.
+  task = tasks.create_task(name, shakespeare_source='plays', **_TRAINING)
+  data = task.train_data
+  by_tensor = tf.function(lambda role: data.serializable_dataset_fn(role).batch(10**6).get_single_element())
+  for role in data.client_ids:
+    element = by_tensor(tf.constant(role))
+    rows = np.concatenate([element['x'].numpy(), element['y'].numpy()[:, np.newaxis]], axis=1)
+    np.testing.assert_array_equal(rows, _windows(data, role))
+  pooled = list(data.create_tf_dataset_from_all_clients(seed=0).as_numpy_iterator())
+  assert len(pooled) == sum(len(_windows(data, role)) for role in data.client_ids)
+
+
+def test_corruption_counts_of_the_windows_equal_their_datasets_lengths(plays):
+  # Read from the windows held in memory (no dataset built per role): the counts that choose corrupted roles.
+  task = tasks.create_task('shakespeare_lstm_rfa', shakespeare_source='plays', **_TRAINING)
+  counts = corruption.client_example_counts(task)
+  assert counts == tuple(len(_windows(task.train_data, role)) for role in task.train_data.client_ids)

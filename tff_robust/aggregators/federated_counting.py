@@ -28,9 +28,13 @@ def increment(counter_at_server):
   return tff.federated_map(_plus_one(), counter_at_server)
 
 
+@tf.function
 def has_an_element(dataset: tf.data.Dataset) -> tf.Tensor:
-  """Whether `dataset` yields at least one element (a scalar bool; reads at most one element)."""
-  return dataset.take(1).reduce(tf.constant(False), lambda found, element: tf.constant(True))
+  """Whether `dataset` yields at least one element (a scalar bool; reads at most one element).
+
+  An iterator's optional next element, not `dataset.take(1).reduce(...)`: a reduce op instantiates its function
+  again at every client call in TFF's worker (`tff_robust.processes.client_loop`)."""
+  return iter(dataset).get_next_as_optional().has_value()
 
 
 def count_empty_datasets(datasets_at_clients):

@@ -23,6 +23,7 @@ import tensorflow_federated as tff
 from tff_robust.aggregators import histogram_quantile
 from tff_robust.aggregators import quantile
 from tff_robust.aggregators import type_checks
+from tff_robust.processes import client_loop
 from tff_robust.processes import composition
 from tff_robust.processes import delta_fl_client_work
 
@@ -89,7 +90,7 @@ def build_delta_fl_process(
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
     model_distributor: Optional[tff.learning.templates.DistributionProcess] = None,
     metrics_aggregator=None,
-    loop_implementation: tff.learning.LoopImplementation = tff.learning.LoopImplementation.DATASET_REDUCE,
+    loop_implementation: tff.learning.LoopImplementation = client_loop.LOOP_IMPLEMENTATION,
 ) -> tff.learning.templates.LearningProcess:
   """Builds Delta-FL (Algorithm 2 or 3) as a `tff.learning.templates.LearningProcess`.
 
@@ -122,7 +123,7 @@ def build_delta_fl_process(
     model_distributor: as for `build_weighted_fed_avg`: a `tff.learning.templates.DistributionProcess`;
       defaults to `tff.learning.templates.build_broadcast_process`.
     metrics_aggregator: as for `build_weighted_fed_avg`.
-    loop_implementation: as for `build_weighted_fed_avg`.
+    loop_implementation: as for `build_weighted_fed_avg`; default `DATASET_ITERATOR` (`client_loop`).
 
   Returns:
     A `LearningProcess` with FedAvg's state accessors. `metrics['client_work']['filter']` holds the

@@ -25,6 +25,7 @@ import tensorflow_federated as tff
 from tensorflow_federated.python.learning.templates import model_delta_client_work
 
 from tff_robust.aggregators import federated_counting
+from tff_robust.processes import client_loop
 from tff_robust.processes import model_types
 
 
@@ -78,7 +79,7 @@ def build_filtering_client_work(
         return totals[0] + tf.cast(output.loss, tf.float64) * count, totals[1] + count
 
       zero = tf.constant(0.0, tf.float64)
-      return dataset.reduce((zero, zero), add_batch)
+      return client_loop.fold_batches(add_batch, dataset, (zero, zero))
 
     loss_sum, count = mean_loss(model_weights, dataset)
     loss = tf.cast(tf.math.divide_no_nan(loss_sum, count), tf.float32)

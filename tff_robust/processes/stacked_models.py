@@ -9,6 +9,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.processes import client_loop
+
 
 def stacked_type(weights_type, count: int) -> tff.StructWithPythonType:
   """The type of `count` models of `weights_type` (a `ModelWeights` type) stacked along a new leading axis."""
@@ -52,8 +54,7 @@ def losses_and_gradients(model: tff.learning.models.VariableModel, stacked, indi
     (losses [len(indices)], gradients: list like the trainable weights, each [len(indices), ...],
     number of examples as float32).
 
-  The batches run in `dataset.reduce` rather than an autograph `for batch in dataset` loop, whose scan dataset
-  tf.data would rewrite, training step included, at every client call (see `local_training.train_locally`).
+  The batches run in an iterator loop (`client_loop.fold_batches`; see `local_training.train_locally`).
   """
 
   @tf.function
@@ -86,8 +87,8 @@ def losses_and_gradients(model: tff.learning.models.VariableModel, stacked, indi
           num_examples + batch_examples,
       )
 
-    loss_sums, gradient_sums, num_examples = dataset.reduce(
-        (tf.zeros([count]), tuple(tf.zeros_like(values) for values in selected), tf.constant(0.0)), add_batch
+    loss_sums, gradient_sums, num_examples = client_loop.fold_batches(
+        add_batch, dataset, (tf.zeros([count]), tuple(tf.zeros_like(values) for values in selected), tf.constant(0.0))
     )
     return (
         tf.math.divide_no_nan(loss_sums, num_examples),

@@ -18,6 +18,9 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tff_robust.simulation import shuffle_order
+from tff_robust.simulation.tasks import base
+
 CohortTransform = Callable[[np.random.Generator, Sequence, Optional[Sequence[Optional[int]]]], list]
 
 
@@ -35,8 +38,15 @@ def _check_fraction(name: str, value: float, *, zero_allowed: bool) -> float:
 
 def _with_dataset(client_data, change: Callable[[tf.data.Dataset], tf.data.Dataset]):
   if isinstance(client_data, tuple):
-    return (change(client_data[0]), *client_data[1:])
-  return change(client_data)
+    return (change(as_dataset(client_data[0])), *client_data[1:])
+  return change(as_dataset(client_data))
+
+
+def as_dataset(client_data):
+  """`client_data` with an `InMemoryClient` (alone, or first in a tuple) replaced by its dataset."""
+  if isinstance(client_data, tuple):
+    return (as_dataset(client_data[0]), *client_data[1:])
+  return client_data.dataset() if isinstance(client_data, base.InMemoryClient) else client_data
 
 
 def _num_examples(examples: tf.data.Dataset) -> int:
@@ -57,6 +67,26 @@ def _examples_per_epoch(dataset: tf.data.Dataset, epochs: int, batch_size: int, 
   if num_examples is not None and known_example_count(dataset) == math.ceil(num_examples * epochs / batch_size):
     return num_examples
   return _num_examples(dataset.unbatch()) // epochs
+
+
+def cohort_client_data(train_data, client_data_fn: Callable[[str], object], cohort: Sequence[str],
+                       cohort_transform: Optional[CohortTransform], seed: int, round_num: int) -> list:
+  """What a process takes for `cohort` in round `round_num` (the runner's data path): `client_data_fn` of each
+  client, changed by `cohort_transform` (if any) with the round's generator (`round_generator`) and each client's
+  raw example count where tf.data knows it (`known_example_count` of its `train_data` dataset). Clients given as
+  `base.InMemoryClient`s (`Task.client_data`) are returned as their datasets."""
+  client_data = [client_data_fn(client_id) for client_id in cohort]
+  if cohort_transform is not None:
+    counts = [_known_count(train_data, client_id, data) for client_id, data in zip(cohort, client_data)]
+    client_data = cohort_transform(round_generator(seed, round_num), client_data, counts)
+  return [as_dataset(data) for data in client_data]
+
+
+def _known_count(train_data, client_id: str, client_data) -> Optional[int]:
+  in_memory = client_data[0] if isinstance(client_data, tuple) else client_data
+  if isinstance(in_memory, base.InMemoryClient):
+    return in_memory.num_examples
+  return known_example_count(train_data.create_tf_dataset_for_client(client_id))
 
 
 def _counts_or_none(num_examples: Optional[Sequence[Optional[int]]], cohort_size: int) -> Sequence[Optional[int]]:
@@ -135,10 +165,44 @@ def capped_examples(dataset: tf.data.Dataset, cap: int, seed: int, *, epochs: in
   return sample.shuffle(max(min(cap, per_epoch), 1), seed=seed).repeat(epochs).batch(batch_size)
 
 
+def capped_in_memory(client: base.InMemoryClient, cap: int, seed: int, *, epochs: int,
+                     batch_size: int) -> tf.data.Dataset:
+  """What `capped_examples` of `client.dataset()` yields, built from the client's arrays: the positions its
+  three shuffles pick (`shuffle_order`: the task's `Batching` shuffle, the sample's and each epoch's reshuffle,
+  with the seeds the dataset pipeline would get) select min(`cap`, n) examples, and only those become a
+  dataset (poisoned if the client is corrupted: an example-wise map, so it commutes with the selection). The
+  same batches as the dataset pipeline, without pushing the client's n examples through tf.data every round."""
+  if (client.batching.epochs, client.batching.batch_size) != (epochs, batch_size):
+    raise ValueError(f'the client\'s batching ({client.batching.epochs} epochs, batch {client.batching.batch_size}) '
+                     f'differs from the cap\'s ({epochs} epochs, batch {batch_size})')
+  n = client.num_examples
+  first_epoch = shuffle_order.shuffled_positions(
+      n, base.Batching.SHUFFLE_BUFFER,
+      shuffle_order.iterator_seeds(shuffle_order.dataset_seeds(client.batching.seed), True, 0),
+  )
+  sample_seeds = shuffle_order.dataset_seeds(seed)
+  size = min(cap, n)
+  sample = first_epoch[shuffle_order.shuffled_positions(
+      n, max(n, 1), shuffle_order.iterator_seeds(sample_seeds, False), count=size)]
+  order = np.concatenate([sample[shuffle_order.shuffled_positions(
+      size, max(size, 1), shuffle_order.iterator_seeds(sample_seeds, True, epoch))] for epoch in range(epochs)])
+  return client.raw_dataset(order).batch(batch_size)
+
+
+def _capped(client_data, cap: int, seed: int, epochs: int, batch_size: int, num_examples: Optional[int]):
+  in_memory = client_data[0] if isinstance(client_data, tuple) else client_data
+  if isinstance(in_memory, base.InMemoryClient):
+    capped = capped_in_memory(in_memory, cap, seed, epochs=epochs, batch_size=batch_size)
+    return (capped, *client_data[1:]) if isinstance(client_data, tuple) else capped
+  return _with_dataset(client_data, lambda d: capped_examples(d, cap, seed, epochs=epochs, batch_size=batch_size,
+                                                               num_examples=num_examples))
+
+
 def max_examples(cap: int, *, epochs: int, batch_size: int) -> CohortTransform:
   """A bound on a round's work that keeps the task's meaning: each round, each client of the cohort trains
   its `epochs` local epochs on `capped_examples`, min(`cap`, n_k) of its n_k examples drawn afresh (the round's
-  generator: the same draw in a resumed run). `cap` >= 1; the client's weight (n_k) is unchanged."""
+  generator: the same draw in a resumed run). `cap` >= 1; the client's weight (n_k) is unchanged. Clients given
+  as `base.InMemoryClient`s get the same batches through `capped_in_memory`."""
   if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
     raise ValueError(f'max_client_examples must be an integer >= 1, got {cap!r}')
   if epochs < 1 or batch_size < 1:
@@ -147,8 +211,6 @@ def max_examples(cap: int, *, epochs: int, batch_size: int) -> CohortTransform:
   def transform(rng: np.random.Generator, cohort_data: Sequence, num_examples=None) -> list:
     seeds = rng.integers(2**31 - 1, size=len(cohort_data))
     counts = _counts_or_none(num_examples, len(cohort_data))
-    return [_with_dataset(data, lambda d, s=int(s), n=n: capped_examples(d, cap, s, epochs=epochs,
-                                                                          batch_size=batch_size, num_examples=n))
-            for data, s, n in zip(cohort_data, seeds, counts)]
+    return [_capped(data, cap, int(s), epochs, batch_size, n) for data, s, n in zip(cohort_data, seeds, counts)]
 
   return transform

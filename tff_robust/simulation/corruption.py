@@ -16,6 +16,7 @@ from tff_robust.core import corruption as core_corruption
 from tff_robust.core.attacks import catalog
 from tff_robust.simulation import update_corruption_process
 from tff_robust.simulation.tasks import base
+from tff_robust.simulation.tasks import shakespeare_windows
 
 UPDATE_ATTACKS = catalog.ATTACK_NAMES
 DATA_CORRUPTIONS = ('none', 'data', 'label_flipping')
@@ -41,6 +42,8 @@ def client_example_counts(task: base.Task) -> tuple[int, ...]:
 
   Cached per task: counting iterates every client's dataset where its cardinality is unknown.
   """
+  if isinstance(task.train_data, shakespeare_windows.WindowsClientData):  # held in memory: no dataset to build
+    return tuple(task.train_data.num_examples(client_id) for client_id in task.train_data.client_ids)
   counts = []
   for client_id in task.train_data.client_ids:
     dataset = task.train_data.create_tf_dataset_for_client(client_id)
@@ -56,21 +59,26 @@ def select_corrupted_clients(task: base.Task, fraction: float, seed: int) -> fro
   )
 
 
-def make_client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[str]) -> Callable[[str], object]:
+def make_client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[str], *,
+                        in_memory: bool = False) -> Callable[[str], object]:
   """Maps a client id to what the learning process takes for it under `corruption`.
+
+  With `in_memory` a client's data is `Task.client_data` (a `base.InMemoryClient` where the task holds its
+  examples in memory) instead of its dataset: the runner's data path (`client_pipelines.cohort_client_data`)
+  turns it into the same dataset, or a capped sample of it (`client_pipelines.max_examples`) cheaply.
 
   Raises:
     ValueError: for an unknown corruption, or label flipping on a task without class labels.
   """
+  data_of = task.client_data if in_memory else task.client_dataset
   if update_attack(corruption) is not None:
-    return lambda cid: (
-        task.client_dataset(cid), update_corruption_process.corruption_flag_dataset(cid in corrupted)
-    )
+    return lambda cid: (data_of(cid), update_corruption_process.corruption_flag_dataset(cid in corrupted))
   if corruption == 'label_flipping':
     if task.flip_labels is None:
       raise ValueError(f'label_flipping needs a task with class labels, not {task.name!r}')
     task = dataclasses.replace(task, corrupt_train=task.flip_labels)
-  return lambda cid: task.client_dataset(cid, corrupted=corruption != 'none' and cid in corrupted)
+    data_of = task.client_data if in_memory else task.client_dataset
+  return lambda cid: data_of(cid, corrupted=corruption != 'none' and cid in corrupted)
 
 
 def corrupted_weight_share(task: base.Task, corrupted: frozenset[str]) -> float:

@@ -165,7 +165,7 @@ def run_training(
   elif stateful:
     store.clear()  # a fresh run: no states from an earlier run in this directory
   elif indexed:
-    state = process.prepare(state, [client_data_fn(cid) for cid in client_ids])
+    state = process.prepare(state, [client_pipelines.as_dataset(client_data_fn(cid)) for cid in client_ids])
   csv_path = os.path.join(output_dir, 'metrics.csv')
   if restored is None and os.path.exists(csv_path):
     os.remove(csv_path)
@@ -192,11 +192,9 @@ def run_training(
   try:
     for round_num in progress:
       cohort = client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
-      client_data = [client_data_fn(cid) for cid in cohort]
-      if cohort_transform is not None:
-        counts = [client_pipelines.known_example_count(task.train_data.create_tf_dataset_for_client(cid))
-                  for cid in cohort]
-        client_data = cohort_transform(client_pipelines.round_generator(seed, round_num), client_data, counts)
+      client_data = client_pipelines.cohort_client_data(
+          task.train_data, client_data_fn, cohort, cohort_transform, seed, round_num
+      )
       if client_learning_rate_schedule is not None:
         state = schedules.set_client_learning_rate(process, state, client_learning_rate_schedule(round_num))
       start = time.perf_counter()
@@ -226,9 +224,10 @@ def run_training(
       stop = without_update.stop_message(round_num, total_rounds)
       nonfinite = _nonfinite_evidence(process, state, len(client_ids), released)
       if round_num % rounds_per_eval == 0 or round_num == total_rounds or nonfinite or stop:
-        evaluated, device_metrics = _evaluate(
-            process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
-        )
+        with evaluation.progress_bars(show_progress):
+          evaluated, device_metrics = _evaluate(
+              process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
+          )
         released.update(evaluated)
         nonfinite = nonfinite or _nonfinite_evidence(process, state, len(client_ids), released)
       if nonfinite:
@@ -301,7 +300,10 @@ def _evaluate(process, task, state, store, personal_evaluator, client_ids, corru
     if task.device_evaluator is not None:
       device_metrics.update(task.device_evaluator(model_weights))
   if personal_evaluator is not None:
-    device_metrics.update(personal_evaluator(_personal_weights(process, state, store, model_weights, client_ids)))
+    if store is None and not isinstance(process, indexed_clients.IndexedClientsProcess):
+      device_metrics.update(personal_evaluator.one_model(model_weights))  # every client has the global model
+    else:
+      device_metrics.update(personal_evaluator(_personal_weights(process, state, store, model_weights, client_ids)))
   released.update(evaluation.distribution_summary(device_metrics))
   if corrupted_client_ids and 'personal' in device_metrics:
     released.update(evaluation.distribution_summary(
@@ -363,12 +365,11 @@ def _last_released_row(csv_path: str, round_num: int) -> dict[str, float]:
 
 def _personal_weights(process, state, store, global_weights, client_ids) -> Callable[
     [str], tff.learning.models.ModelWeights]:
-  """client id -> the model that client predicts with: its personal model, or the global one."""
+  """client id -> the model that client predicts with: its personal model (a process with a client-state store,
+  or an indexed process)."""
   if isinstance(process, indexed_clients.IndexedClientsProcess):
     index_of = {cid: index for index, cid in enumerate(client_ids)}
     return lambda client_id: process.personal_model_weights(state, index_of[client_id])
-  if store is None:
-    return lambda client_id: global_weights
   return lambda client_id: process.personal_model_weights(global_weights, store.get([client_id])[0])
 
 

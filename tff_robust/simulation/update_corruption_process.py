@@ -16,12 +16,21 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import update_corruption
 from tff_robust.aggregators.attacks import base
+from tff_robust.processes import client_loop
 from tff_robust.processes import composition
 
 
 def corruption_flag_dataset(corrupted: bool) -> tf.data.Dataset:
   """The per-client flag in the form the process takes it: a one-element dataset."""
   return tf.data.Dataset.from_tensors(tf.constant(corrupted))
+
+
+@tf.function
+def _first_flag(flag_dataset: tf.data.Dataset) -> tf.Tensor:
+  """The flag of a `corruption_flag_dataset` (False if empty), read through an iterator: no reduce function to
+  instantiate at every client call (`tff_robust.processes.client_loop`)."""
+  flag = iter(flag_dataset).get_next_as_optional()
+  return tf.cond(flag.has_value(), flag.get_value, lambda: tf.constant(False))
 
 
 def _flag_emitting_client_work(inner: tff.learning.templates.ClientWorkProcess):
@@ -31,7 +40,7 @@ def _flag_emitting_client_work(inner: tff.learning.templates.ClientWorkProcess):
 
   @tff.tensorflow.computation(result_member_type, tff.SequenceType(np.bool_))
   def attach_flag(client_result, flag_dataset):
-    flag = flag_dataset.reduce(tf.constant(False), lambda _, element: element)
+    flag = _first_flag(flag_dataset)
     return tff.learning.templates.ClientResult(
         update=(client_result.update, flag), update_weight=client_result.update_weight
     )
@@ -71,7 +80,9 @@ def build_update_corruption_process(
   `update_corruption.UpdateCorruptionFactory`'s.
   """
   client_work = _flag_emitting_client_work(composition.count_nonfinite_updates(
-      tff.learning.templates.build_model_delta_client_work(model_fn, client_optimizer_fn, client_weighting)
+      tff.learning.templates.build_model_delta_client_work(
+          model_fn, client_optimizer_fn, client_weighting, loop_implementation=client_loop.LOOP_IMPLEMENTATION
+      )
   ))
   aggregator = update_corruption.UpdateCorruptionFactory(attack, model_aggregator, seed=seed, stacked_rule=stacked_rule)
   return composition.compose_with_fedavg_parts(model_fn, client_work, aggregator, server_optimizer_fn)

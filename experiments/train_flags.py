@@ -2,7 +2,8 @@
 
 `experiments.train` parses and checks these flags, and the run's directory, before it imports TensorFlow, so
 a typo or a bad value is refused in about a second with one line naming the flag; NaN and +-inf are refused in
-every float flag (`tff_robust.simulation.finite_flags`, which the runner parses with). The checks that need the
+every float flag (`tff_robust.simulation.finite_flags`, which the runner parses with); so are GPUs asked of a
+worker binary built without CUDA (`check_local_worker`). The checks that need the
 task's data or TensorFlow (a cohort larger than the task, an algorithm's constraints on the cohort, the GPUs
 TensorFlow sees) are `experiments.train_program`'s.
 
@@ -21,6 +22,7 @@ from tff_robust.simulation import algorithm_names
 from tff_robust.simulation import gpu_placement
 from tff_robust.simulation import run_settings
 from tff_robust.simulation import task_names
+from tff_robust.simulation import worker_binaries
 
 # The library's constants (see the module docstring): `delta_fl`, `fedplus`, `delta_median`, `channels`,
 # `mtfeel`, `dde` and `simulation.corruption` (whose attack names are `core.attacks.catalog`'s, no TensorFlow).
@@ -323,11 +325,18 @@ TFF_WORKER_ADDRESS = flags.DEFINE_list(
 )
 GPUS = flags.DEFINE_string(
     'gpus', gpu_placement.AUTO,
-    "Local worker: GPUs client computation may use: 'auto' (all TensorFlow sees), 'none' (CPU) or '0,1'.",
+    "Local worker: GPUs client computation may use: 'auto' (all TensorFlow sees), 'none' (CPU) or '0,1'. TFF's "
+    "PyPI worker_binary has no CUDA: it runs on the CPU ('auto' says so, '0,1' is refused); see --worker_binary.",
 )
 MAX_CONCURRENT_COMPUTATION_CALLS = flags.DEFINE_integer(
-    'max_concurrent_computation_calls', -1,
-    'Local worker: parallel client computations at most (bounds GPU memory); non-positive: no limit.',
+    'max_concurrent_computation_calls', None,
+    'Local worker: client computations run at once at most; unset: one per CPU core this run may use (faster than '
+    'no limit on 2 cores: benchmarks/results.md section 6); non-positive: no limit (TFF\'s default).',
+)
+WORKER_BINARY = flags.DEFINE_string(
+    'worker_binary', None,
+    f'Local worker: the executable to start, e.g. TFF\'s worker_binary built from source with CUDA; unset: '
+    f'${worker_binaries.ENVIRONMENT_VARIABLE}, else the TFF wheel\'s worker_binary (no CUDA).',
 )
 
 
@@ -336,7 +345,7 @@ MAX_CONCURRENT_COMPUTATION_CALLS = flags.DEFINE_integer(
 # one run, and a command whose defining flags differ from those recorded there is refused (`check_run_directory`).
 NON_DEFINING_FLAGS = frozenset({
     'total_rounds', 'rounds_per_eval', 'rounds_per_checkpoint', 'progress_bar', 'root_output_dir', 'experiment_name',
-    'overwrite', 'data_cache_dir', 'tff_worker_address', 'gpus', 'max_concurrent_computation_calls',
+    'overwrite', 'data_cache_dir', 'tff_worker_address', 'gpus', 'max_concurrent_computation_calls', 'worker_binary',
     'stop_after_rounds_without_update',
 })
 
@@ -374,6 +383,10 @@ def _corruption_is_valid(value: str) -> bool:
 
 
 flags.register_validator('corruption', _corruption_is_valid)
+flags.register_validator(
+    'worker_binary', lambda path: path is None or worker_binaries.is_executable_file(path),
+    message='--worker_binary must name an executable file: a TFF worker_binary, e.g. one built with CUDA',
+)
 flags.register_validator(
     'minibatch_fraction', lambda value: value is None or 0.0 < value <= 1.0,
     message='--minibatch_fraction must be in (0, 1]',
@@ -534,6 +547,23 @@ def check_root_output_dir() -> None:
     raise Refusal(
         f'--root_output_dir={root} is not a directory this user can write in ({error.strerror or error})'
     ) from None
+
+
+def local_worker_binary() -> str:
+  """The binary a local worker of this run starts (`worker_binaries.resolve`); Refusal naming its source if bad."""
+  try:
+    return worker_binaries.resolve(WORKER_BINARY.value, name='--worker_binary')
+  except (ValueError, RuntimeError) as error:
+    raise Refusal(str(error)) from None
+
+
+def check_local_worker() -> None:
+  """Raises Refusal for --gpus indices that the local worker binary cannot use (it has no CUDA; no TensorFlow
+  needed: `gpu_placement.check_binary_supports`). The GPUs TensorFlow sees are counted by `train_program`."""
+  try:
+    gpu_placement.check_binary_supports(GPUS.value, local_worker_binary())
+  except ValueError as error:
+    raise Refusal(str(error)) from None
 
 
 def check_run_directory() -> None:

@@ -76,8 +76,8 @@ def create_task() -> base.Task:
 def check_settings(task: base.Task) -> int:
   """The cohort size; raises Refusal for settings the task, the algorithm or this machine cannot run.
 
-  These checks need TensorFlow (the task's clients, the algorithm's aggregator, the GPUs TensorFlow sees); none
-  runs a TFF computation.
+  These checks need TensorFlow (the task's clients, the algorithm's aggregator, the GPUs TensorFlow sees for a
+  worker binary that can use them); none runs a TFF computation.
   """
   algorithm = train_flags.ALGORITHM.value
   every_device = algorithm in algorithms.INDEXED_ALGORITHM_NAMES
@@ -100,7 +100,7 @@ def check_settings(task: base.Task) -> int:
     setting = f'--algorithm={algorithm}' if defence is None else f'--defence={defence}'
     raise train_flags.Refusal(f'{setting}: {error}') from None
   try:
-    gpu_placement.check_gpu_setting(train_flags.GPUS.value)
+    gpu_placement.check_gpu_setting(train_flags.GPUS.value, train_flags.local_worker_binary())
   except ValueError as error:
     raise train_flags.Refusal(str(error)) from None
   return clients_per_round
@@ -142,9 +142,10 @@ def _train(task, clients_per_round: int) -> dict:
   if train_flags.TFF_WORKER_ADDRESS.value:
     execution_context.set_remote_execution_context(train_flags.TFF_WORKER_ADDRESS.value)
   else:
+    binary = train_flags.local_worker_binary()
     execution_context.set_local_execution_context(
         max_concurrent_computation_calls=train_flags.MAX_CONCURRENT_COMPUTATION_CALLS.value,
-        visible_gpus=gpu_placement.visible_gpus_setting(train_flags.GPUS.value),
+        visible_gpus=gpu_placement.visible_gpus_setting(train_flags.GPUS.value, binary), worker_binary=binary,
     )
   algorithm, seed = train_flags.ALGORITHM.value, train_flags.SEED.value
   process = algorithms.build_learning_process(

@@ -22,7 +22,7 @@ _SHRUNK = {
     'benchmarks.defence_cost': (['--rounds=1', '--task=digits'], 'filtered_centered_clipping'),
     'benchmarks.attack_cost': (['--rounds=1', '--task=digits', '--attacks=omniscient,min_max,line_search'],
                                'line_search'),
-    'benchmarks.parallel_workers': (['--quick'], '2 / 1 ='),
+    'benchmarks.parallel_workers': (['--quick'], '2 workers on 2 cores / 1 worker on 1 core ='),
     'benchmarks.evaluation_cost': (['--num_devices=3', '--examples_per_device=4', '--repeats=1'],
                                    'one-pass evaluation'),
     'benchmarks.shakespeare_round_cost': (['--rounds=1', '--cohorts=shakespeare_lstm_rfa:2',

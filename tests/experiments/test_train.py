@@ -42,19 +42,23 @@ def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
   assert [r['counted_updates'] for r in rows] == ['10'] * 6
 
 
-def test_the_runner_says_once_that_it_runs_on_cpu_when_tensorflow_sees_no_gpu(tmp_path):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+def test_the_runner_says_once_that_clients_run_on_the_cpu_cores_of_a_worker_without_cuda(tmp_path):
+  from tff_robust.simulation import worker_binaries  # pylint: disable=g-import-not-at-top
   result = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=3',
                             '--client_learning_rate=0.2', '--client_lr_decay=0.5', '--client_lr_decay_rounds=2')
   assert result.returncode == 0, result.stderr[-3000:]
   _, rows = train_runs.outputs(tmp_path)
   np.testing.assert_allclose([float(r['client_learning_rate']) for r in rows], [0.2, 0.2, 0.1])  # step decay
-  expected = 0 if tf.config.list_physical_devices('GPU') else 1
-  assert result.stderr.count('TensorFlow sees no GPU on this machine: client computation runs on CPU') == expected
+  # This machine's worker is TFF's PyPI one, built without CUDA (tests/simulation/test_worker_binaries.py).
+  assert worker_binaries.gpu_support(worker_binaries.tff_wheel_binary()) is worker_binaries.GpuSupport.NONE
+  placement = [line for line in result.stderr.splitlines() if 'GPU' in line or 'CUDA' in line]
+  assert len(placement) == 1, result.stderr[-3000:]
+  assert '--gpus=auto: ' in placement[0] and 'built without CUDA' in placement[0]
+  assert f'client computation runs on the CPU ({len(os.sched_getaffinity(0))} cores)' in placement[0]
   cpu_only = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=1',
                               '--gpus=none', name='cpu_only')
   assert cpu_only.returncode == 0, cpu_only.stderr[-3000:]
-  assert 'sees no GPU' not in cpu_only.stderr
+  assert 'CUDA' not in cpu_only.stderr and 'GPU' not in cpu_only.stderr
 
 
 @pytest.mark.slow
@@ -222,6 +226,8 @@ def _refusal(flag_values, argv) -> str:
         ('--gpus=first', 'gpus'),
         ('--gpus=0,0', 'gpus'),
         ('--gpus=99', 'gpus'),  # more GPUs than any machine of ours has
+        ('--gpus=0', '--gpus=0: .* is built without CUDA'),  # this machine's worker is TFF's PyPI one
+        ('--worker_binary=/no/such/worker', '--worker_binary must name an executable file'),
         ('--max_concurrent_computation_calls=many', 'max_concurrent_computation_calls'),
         ('--overwrite=maybe', 'overwrite'),
         ('--algorithm=bulyan --clients_per_round=5', 'clients_per_round'),

@@ -40,6 +40,12 @@ def test_context_runs_federated_computations(tff_worker):
   assert mean([1.0, 2.0, 6.0]) == 3.0
 
 
+def test_the_worker_runs_one_client_computation_per_core_unless_told_otherwise(tff_worker):
+  with open(f'/proc/{tff_worker.pid}/cmdline') as cmdline:
+    arguments = cmdline.read().split('\0')
+  assert f'--max_concurrent_computation_calls={len(os.sched_getaffinity(0))}' in arguments
+
+
 def test_secure_sum_runs_in_simulation():
   @tff.federated_computation(tff.FederatedType(np.int32, tff.CLIENTS))
   def secure_total(values):

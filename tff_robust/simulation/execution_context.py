@@ -46,6 +46,8 @@ import tensorflow_federated as tff
 from tensorflow_federated.python.core.impl.context_stack import set_default_context as tff_default_context
 
 from tff_robust.simulation import composing_context
+from tff_robust.simulation import gpu_placement
+from tff_robust.simulation import worker_binaries
 from tff_robust.simulation import worker_launcher
 
 _GRPC_CHANNEL_OPTIONS = [
@@ -55,14 +57,6 @@ _GRPC_CHANNEL_OPTIONS = [
 _WORKER_START_TIMEOUT_SECONDS = 60.0
 _WORKER_STOP_TIMEOUT_SECONDS = 10.0
 _UNIX_SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
-
-
-def worker_binary_path() -> str:
-  """Path of the C++ executor service binary shipped in the TFF wheel."""
-  path = os.path.join(os.path.dirname(tff.__file__), 'data', 'worker_binary')
-  if not os.path.isfile(path):
-    raise RuntimeError(f'TFF worker binary not found at {path}; is tensorflow-federated installed?')
-  return path
 
 
 class WorkerExited(composing_context.WorkerUnavailable):
@@ -141,15 +135,22 @@ class LocalWorker:
   """
 
   def __init__(
-      self, *, max_concurrent_computation_calls: int = -1, visible_gpus: Optional[str] = None,
-      network_isolation: Optional[str] = None, log_dir: Optional[str] = None,
+      self, *, max_concurrent_computation_calls: Optional[int] = None, visible_gpus: Optional[str] = None,
+      network_isolation: Optional[str] = None, log_dir: Optional[str] = None, worker_binary: Optional[str] = None,
   ):
-    """`visible_gpus`: the worker's CUDA_VISIBLE_DEVICES (None: inherited; see `gpu_placement`).
+    """`max_concurrent_computation_calls`: client computations the worker runs at once at most; None: one per CPU
+    core (`gpu_placement.client_concurrency`); non-positive: no limit (TFF's default).
+
+    `visible_gpus`: the worker's CUDA_VISIBLE_DEVICES (None: inherited; see `gpu_placement`).
 
     `network_isolation`: 'auto', 'required' or 'off' (see the class docstring); None reads
     $TFF_ROBUST_NETWORK_ISOLATION, and 'auto' where that is unset.
+
+    `worker_binary`: the executable to start, e.g. TFF's worker built with CUDA; None reads
+    $TFF_ROBUST_WORKER_BINARY, and the TFF wheel's binary where that is unset (`worker_binaries.resolve`).
     """
     network_mode = _launcher_network_mode(network_isolation)
+    self.binary = worker_binaries.resolve(worker_binary)
     self.port = portpicker.pick_unused_port()
     self._private_dir = _private_directory()
     self._unix_socket = os.path.join(self._private_dir, 'worker.sock')
@@ -159,14 +160,15 @@ class LocalWorker:
       os.makedirs(log_dir, exist_ok=True)
       self.log_path = os.path.join(log_dir, 'tff_worker.log')
     self._log_file = open(self.log_path, 'ab')
+    concurrency = gpu_placement.client_concurrency(max_concurrent_computation_calls)
     status_read, status_write = os.pipe()
     try:
       self._process: Optional[subprocess.Popen] = subprocess.Popen(
           [
               sys.executable, '-m', 'tff_robust.simulation.worker_launcher', f'--parent_pid={os.getpid()}',
               f'--network={network_mode}', f'--status_fd={status_write}', f'--unix_socket={self._unix_socket}',
-              f'--port={self.port}', '--', worker_binary_path(), f'--port={self.port}',
-              f'--max_concurrent_computation_calls={max_concurrent_computation_calls}',
+              f'--port={self.port}', '--', self.binary, f'--port={self.port}',
+              f'--max_concurrent_computation_calls={concurrency}',
           ],
           stdin=subprocess.DEVNULL,
           stdout=self._log_file,
@@ -336,6 +338,19 @@ def _make_context(stub, default_num_clients: int) -> tff.framework.SyncExecution
   )
 
 
+def local_worker_context(worker: LocalWorker, *, default_num_clients: int = 0) -> tff.framework.SyncExecutionContext:
+  """The execution context `set_local_execution_context` installs, on `worker` (ready), for `install`ing.
+
+  A call that fails because `worker` has exited raises `WorkerExited` (see the module docstring).
+  """
+  channel = grpc.intercept_channel(
+      grpc.insecure_channel(worker.address, _GRPC_CHANNEL_OPTIONS), _WorkerExitInterceptor(worker)
+  )
+  stub = tff.framework.RemoteExecutorGrpcStub(channel)
+  _wait_until_ready(stub, worker, worker.address)
+  return _make_context(stub, default_num_clients)
+
+
 def _ready_stub(address: str):
   stub = tff.framework.RemoteExecutorGrpcStub(grpc.insecure_channel(address, _GRPC_CHANNEL_OPTIONS))
   _wait_until_ready(stub, None, address)
@@ -378,15 +393,17 @@ def discard_tff_default_context() -> None:
 
 
 def set_local_execution_context(
-    *, default_num_clients: int = 0, max_concurrent_computation_calls: int = -1, visible_gpus: Optional[str] = None,
-    network_isolation: Optional[str] = None, log_dir: Optional[str] = None,
+    *, default_num_clients: int = 0, max_concurrent_computation_calls: Optional[int] = None,
+    visible_gpus: Optional[str] = None,
+    network_isolation: Optional[str] = None, log_dir: Optional[str] = None, worker_binary: Optional[str] = None,
 ) -> LocalWorker:
   """Installs (once per process) a C++ execution context backed by a worker this process owns.
 
   Args:
     default_num_clients: number of clients assumed when a computation's arguments do not determine it.
     max_concurrent_computation_calls: the worker's limit on parallel calls of one computation (e.g. client
-      training); non-positive means none. TFF's remedy for running out of GPU memory.
+      training); None: one per CPU core this process may use, which made rounds faster than no limit on 2 cores
+      (`gpu_placement.client_concurrency`, `benchmarks/results.md` section 6); non-positive: no limit (TFF's).
     visible_gpus: the worker's CUDA_VISIBLE_DEVICES (`gpu_placement.visible_gpus_setting`); None inherits.
     network_isolation: 'auto' (default): the worker runs in a private network namespace that no other host
       can reach, or, where the kernel refuses one, exposed on every interface with one warning;
@@ -394,6 +411,9 @@ def set_local_execution_context(
       $TFF_ROBUST_NETWORK_ISOLATION ('auto' where unset). See `LocalWorker`.
     log_dir: directory for the worker's log (`tff_worker.log`), e.g. the run's output directory; None: a
       private temporary directory removed when the worker stops cleanly.
+    worker_binary: the executable to start instead of the TFF wheel's `worker_binary`, e.g. one built from TFF's
+      source with CUDA (the wheel's has no CUDA: `gpu_placement`); None reads $TFF_ROBUST_WORKER_BINARY, and
+      the wheel's where that is unset. It is started through `worker_launcher`, network isolation included.
 
   Returns:
     The `LocalWorker`; call `stop_local_execution_context()` (or let the process exit) to stop it.
@@ -405,18 +425,14 @@ def set_local_execution_context(
   if _local_worker is None or not _local_worker.is_running():
     worker = LocalWorker(
         max_concurrent_computation_calls=max_concurrent_computation_calls, visible_gpus=visible_gpus,
-        network_isolation=network_isolation, log_dir=log_dir,
+        network_isolation=network_isolation, log_dir=log_dir, worker_binary=worker_binary,
     )
-    channel = grpc.intercept_channel(
-        grpc.insecure_channel(worker.address, _GRPC_CHANNEL_OPTIONS), _WorkerExitInterceptor(worker)
-    )
-    stub = tff.framework.RemoteExecutorGrpcStub(channel)
     try:
-      _wait_until_ready(stub, worker, worker.address)
+      context = local_worker_context(worker, default_num_clients=default_num_clients)
     except BaseException:
       worker.stop()
       raise
-    tff.framework.set_default_context(_make_context(stub, default_num_clients))
+    tff.framework.set_default_context(context)
     _local_worker = worker
     _context_installed = True
   return _local_worker

@@ -42,6 +42,7 @@ _RUN_BY = {
     'benchmarks.evaluation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.defence_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.attack_cost': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.shakespeare_round_cost': 'tests/benchmarks/test_readme_benchmarks.py',
 }
 
 

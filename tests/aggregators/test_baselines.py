@@ -1,6 +1,7 @@
 """Gather-based baselines against the NumPy references, edge cases, and their (non-)privacy."""
 
 import functools
+import itertools
 
 import numpy as np
 import pytest
@@ -67,21 +68,90 @@ def test_ties_follow_the_reference(name):
   np.testing.assert_allclose(result, _FACTORIES[name][1](points, weights), atol=1e-6)
 
 
-# Bulyan with f = 1 and m = 7 on a line: repeated Krum selects 6, 28 and 2; then 1, 16, 39, 30 are scored by
-# one neighbour each and 39 and 30 tie (81), the lower index 39 goes; the last step sees 1, 16 and 30, where
-# 16 and 30 are mutual nearest neighbours (196) and 16, the lower index, goes (with 0 neighbours every score
-# would be 0 and the lowest index, 1, the point farthest from the other two, would go). The selected 6, 28,
-# 2, 39, 16 have median 16, and the 3 values closest to it average to (16 + 6 + 28) / 3.
-_LINE = np.array([1, 6, 2, 16, 39, 28, 30], np.float64)[:, None]
+# Bulyan with f = 1 and m = 7 on a line: repeated Krum selects 27, 24 and 38; then 21, 22, 34, 40 are scored by
+# one neighbour each, 21 and 22 tie (1) and 21, the smaller point, goes (not 22, the lower client index); the last
+# step sees 22, 34 and 40, where 34 and 40 are mutual nearest neighbours (36) and 34, the smaller, goes (with 0
+# neighbours every score would be 0 and the tie-break alone would choose 22, the point farthest from the other
+# two). The selected 27, 24, 38, 21, 34 have median 27, and the 3 values closest to it average to
+# (27 + 24 + 21) / 3 = 24. (Ties by client index gave 73 / 3 on this order.)
+_LINE = np.array([22, 27, 40, 21, 24, 38, 34], np.float64)[:, None]
 
 
 @pytest.mark.parametrize('offset', [0.0, 2.0**20])  # far from 0, rounding of a Gram matrix would break the ties
-def test_bulyan_breaks_exact_krum_ties_by_the_lowest_index_and_selects_last_by_the_nearest_neighbour(offset):
+def test_bulyan_breaks_exact_krum_ties_by_the_smaller_point_and_selects_last_by_the_nearest_neighbour(offset):
   points = _LINE + offset
   expected = robust_statistics.bulyan(points, np.ones(7), 1)
-  np.testing.assert_allclose(expected, [50 / 3 + offset], rtol=1e-15)
+  np.testing.assert_allclose(expected, [24 + offset], rtol=1e-15)
   result = robust_rules.bulyan(tf.constant(points), tf.ones([7], tf.float64), 1)
   np.testing.assert_allclose(result.numpy(), expected, rtol=1e-15)
+
+
+# The 1-D cohort of issue 34 with f = 1, by hand (a score sums the squared distances to the max(1, r - 3) nearest
+# of the r remaining points): r = 7, 4 neighbours: 4 scores 10, the lowest; r = 6, 3 neighbours: 3 and 5 tie at
+# 14, 3 goes; r = 5, 2 neighbours: 5, 6 and 9 tie at 10, 5 goes; r = 4, 1 neighbour: 9 and 10 tie at 1, 9 goes;
+# r = 3: 2, 6 and 10 all score 16, 2 goes. Selected 4, 3, 5, 9, 2: median 4, whose 3 closest values 4, 3, 5
+# average to 4. Ties by client index gave 5, 4 or 13/3 depending on the order (as Flower's aggregate_bulyan does:
+# 2457, 1323 and 1260 of the 5040 orders, flwr 1.42), and the factory's Gram rounding another split.
+_ISSUE_34_COHORT = np.array([4, 9, 10, 5, 2, 6, 3], np.float32)[:, None]
+_ORDERS_7 = list(itertools.permutations(range(7)))
+_SCALAR = tff.TensorType(np.float32)
+
+
+def _factory_results(factory, cohort, orders):
+  process = factory.create(_SCALAR, _SCALAR)
+  return {float(process.next(process.initialize(), list(cohort[list(order), 0]), [np.float32(1)] * len(order)).result)
+          for order in orders}
+
+
+def test_bulyan_gives_the_same_result_on_every_order_of_a_cohort_with_exact_krum_ties():
+  rule = tf.function(lambda points: robust_rules.bulyan(points, tf.ones([7]), 1))
+  for order in _ORDERS_7:
+    points = _ISSUE_34_COHORT[list(order)]
+    np.testing.assert_array_equal(robust_statistics.bulyan(points, np.ones(7), 1), [4.0], err_msg=str(order))
+    np.testing.assert_array_equal(rule(tf.constant(points)).numpy(), [4.0], err_msg=str(order))
+  sample = [_ORDERS_7[i] for i in np.random.default_rng(0).choice(len(_ORDERS_7), 40, replace=False)]
+  assert _factory_results(baselines.bulyan_factory(1), _ISSUE_34_COHORT, sample) == {4.0}
+
+
+# Multi-Krum, f = 1, on -2, -1, 1, 2, 10 (2 neighbours): -1 and 1 score 5, -2 and 2 score 10, 10 scores 145. Krum
+# (1 selected) takes -1, the smaller of the tied pair; 3 selected take -1, 1 and -2: mean -2/3.
+_SYMMETRIC_COHORT = np.array([2, -1, 10, -2, 1], np.float32)[:, None]
+_ORDERS_5 = list(itertools.permutations(range(5)))
+
+
+@pytest.mark.parametrize('num_selected, expected', [(1, -1.0), (3, -2 / 3)])
+def test_multi_krum_gives_the_same_result_on_every_order_of_a_cohort_with_exact_krum_ties(num_selected, expected):
+  rule = tf.function(lambda points: robust_rules.multi_krum(points, tf.ones([5]), 1, num_selected))
+  for order in _ORDERS_5:
+    points = _SYMMETRIC_COHORT[list(order)]
+    np.testing.assert_allclose(robust_statistics.multi_krum(points, np.ones(5), 1, num_selected), [expected],
+                               rtol=1e-15, err_msg=str(order))
+    np.testing.assert_allclose(rule(tf.constant(points)).numpy(), [expected], rtol=1e-6, err_msg=str(order))
+  results = _factory_results(baselines.multi_krum_factory(1, num_selected), _SYMMETRIC_COHORT, _ORDERS_5[::7])
+  np.testing.assert_allclose(sorted(results), [expected], rtol=1e-6)
+
+
+# 7 points, f = 1, 4 neighbours: 1 scores 4 (four neighbours at distance 1), the copies of 0 (weights 1 and 3) and
+# of 2 (weights 1 and 2) all score 9. Two selected: 1, then 0 (the smaller point) with weight 1 (the smaller
+# weight of its copies): (1 + 0) / 2. Weight 3 would give 1/4.
+_WEIGHTED_TIES = (np.array([0, 0, 1, 2, 2, 50, -50], np.float64)[:, None], np.array([1, 3, 1, 1, 2, 1, 1], np.float64))
+
+
+def test_krum_ties_between_equal_points_go_to_the_smaller_weight_in_every_order():
+  points, weights = _WEIGHTED_TIES
+  rule = tf.function(lambda p, w: robust_rules.multi_krum(p, w, 1, 2))
+  for order in _ORDERS_7[::5]:
+    order = list(order)
+    np.testing.assert_allclose(robust_statistics.multi_krum(points[order], weights[order], 1, 2), [0.5], rtol=1e-15)
+    np.testing.assert_allclose(rule(tf.constant(points[order]), tf.constant(weights[order])).numpy(), [0.5],
+                               rtol=1e-15)
+
+
+def test_lexicographic_ranks_count_the_rows_before_each_row():
+  points = np.array([[1.0, 2.0, 0.0], [1.0, 1.0, 9.0], [0.0, 5.0, 5.0], [1.0, 2.0, 0.0], [1.0, 2.0, -1.0]])
+  expected = [sum(tuple(other) < tuple(row) for other in points) for row in points]  # Python's tuple order
+  np.testing.assert_array_equal(robust_rules.lexicographic_ranks(tf.constant(points)).numpy(), expected)
+  assert expected == [3, 1, 0, 3, 2]
 
 
 def test_bulyan_matches_the_reference_on_random_float32_clouds_of_7_points():

@@ -2,7 +2,9 @@
 
 Each rule takes the gathered client points `points` [m, d] (float32) and weights [m] with a dynamic m and
 returns the aggregate [d]; `minimum_points(m)` says how many points the rule needs. The NumPy references
-define the semantics, ties included (stable sorts, lowest index first).
+define the semantics, ties included: Krum selections break exact score ties by the point's lexicographic order
+and then its weight (`robust_statistics.krum_order`), so every rule is a function of the cohort as a multiset,
+whatever the order in which TFF delivers the clients.
 """
 
 import tensorflow as tf
@@ -62,12 +64,15 @@ def pairwise_squared_distances(points):
   """D_ij = ||p_i - p_j||^2 in float64, exactly symmetric (D_ij and D_ji equal bit for bit).
 
   The Gram form ||p_i||^2 + ||p_j||^2 - 2 <p_i, p_j> (one matrix product, no [m, m, d] tensor of
-  differences) is taken on the points minus their mean, so a common offset does not cancel away the
-  distances' digits, and symmetrised, (D + D^T) / 2: the two Krum scores of mutual nearest neighbours with
-  one neighbour are then the same number and the lowest index wins the tie, as in the NumPy reference.
+  differences) is taken on the points minus their coordinate-wise lower median, so a common offset does not
+  cancel away the distances' digits, and symmetrised, (D + D^T) / 2: the two Krum scores of mutual nearest
+  neighbours with one neighbour are then the same number, and the tie-break decides, as in the NumPy
+  reference. The median, unlike a mean, is one of the values whatever the clients' order: points on a grid
+  (e.g. integers) keep exact distances, so exact ties between different pairs stay exact.
   """
   points = tf.cast(points, tf.float64)
-  points = points - tf.reduce_mean(points, axis=0)
+  m = tf.shape(points)[0]
+  points = points - tf.sort(points, axis=0)[(m - 1) // 2]
   squared_norms = tf.reduce_sum(tf.square(points), axis=1)
   gram = tf.matmul(points, points, transpose_b=True)
   distances = squared_norms[:, None] + squared_norms[None, :] - 2 * gram
@@ -87,12 +92,34 @@ def _krum_scores(distances, active, num_byzantine):
   return tf.where(active, scores, tf.constant(float('inf'), tf.float64))
 
 
+def lexicographic_ranks(points):
+  """[m] int32: the number of rows of `points` [m, d] that precede row i in lexicographic order (the first
+  coordinate that differs decides); equal rows share a rank. One [m, d] comparison per row."""
+
+  def rank_of(row):
+    differs = tf.not_equal(points, row)
+    first = tf.argmax(tf.cast(differs, tf.int32), axis=1, output_type=tf.int32)  # first differing coordinate
+    smaller = tf.gather(points, first[:, None], batch_dims=1)[:, 0] < tf.gather(row, first)
+    return tf.reduce_sum(tf.cast(tf.logical_and(tf.reduce_any(differs, axis=1), smaller), tf.int32))
+
+  return tf.map_fn(rank_of, points, fn_output_signature=tf.int32)
+
+
+def _tie_ranks(points, weights):
+  """[m] int32, a permutation of 0..m-1: each row's place in (point lexicographically, weight) order, the
+  tie-break of `robust_statistics.krum_order` (rows equal in both are interchangeable)."""
+  by_weight = tf.argsort(weights, stable=True)
+  order = tf.gather(by_weight, tf.argsort(tf.gather(lexicographic_ranks(points), by_weight), stable=True))
+  return tf.math.invert_permutation(order)
+
+
 def multi_krum(points, weights, num_byzantine, num_selected=None):
-  """Weighted mean of the `num_selected` (default m - f) points of lowest Krum score."""
+  """Weighted mean of the `num_selected` (default m - f) points of lowest Krum score (exact ties: `_tie_ranks`)."""
   m = tf.shape(points, out_type=tf.int32)[0]
   scores = _krum_scores(pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
   count = m - num_byzantine if num_selected is None else tf.minimum(num_selected, m)
-  selected = tf.math.top_k(-scores, k=count).indices  # top_k keeps the lower index first among ties
+  by_tie_rank = tf.math.invert_permutation(_tie_ranks(points, weights))
+  selected = tf.gather(by_tie_rank, tf.argsort(tf.gather(scores, by_tie_rank), stable=True))[:count]
   chosen_weights = tf.gather(weights, selected)
   return _weighted_column_mean(tf.gather(points, selected), chosen_weights[:, None])
 
@@ -100,10 +127,11 @@ def multi_krum(points, weights, num_byzantine, num_selected=None):
 def bulyan(points, weights, num_byzantine):
   """Bulyan: repeated-Krum selection of m - 2f points, then per coordinate the weighted mean of the
   m - 4f selected values closest to their median (`robust_statistics.bulyan`: each Krum step scores the
-  r remaining points over max(1, r - f - 2) neighbours, ties to the lowest index)."""
+  r remaining points over max(1, r - f - 2) neighbours, exact ties by `_tie_ranks`)."""
   m = tf.shape(points, out_type=tf.int32)[0]
   distances = pairwise_squared_distances(points)
   theta = m - 2 * num_byzantine
+  tie_ranks = _tie_ranks(points, weights)
 
   def select_one(step, active, selected):
     remaining = tf.reduce_sum(tf.cast(active, tf.int32))
@@ -112,7 +140,8 @@ def bulyan(points, weights, num_byzantine):
         lambda: _krum_scores(distances, active, num_byzantine),
         lambda: tf.where(active, tf.zeros([m], tf.float64), tf.constant(float('inf'), tf.float64)),
     )
-    best = tf.argmin(scores, output_type=tf.int32)
+    tied = tf.equal(scores, tf.reduce_min(scores))  # inactive points score +inf, above any active one
+    best = tf.argmin(tf.where(tied, tie_ranks, m), output_type=tf.int32)
     return step + 1, tf.tensor_scatter_nd_update(active, [[best]], [False]), selected.write(step, best)
 
   _, _, selected = tf.while_loop(

@@ -3,6 +3,9 @@
 Each rule maps client points w_1..w_m (rows of `points`) with weights alpha_i >= 0 to one point. They need
 every individual update, so their TFF factories are not secure-aggregation compatible; these references
 define what the factories must compute. Rows with weight 0 never influence the result.
+
+Every rule is a function of the cohort as a multiset of (point, weight) pairs, whatever the clients' order:
+Krum-based selections break exact score ties by `krum_order`, which looks at the points and weights only.
 """
 
 import math
@@ -59,25 +62,40 @@ def krum_scores(points: np.ndarray, num_byzantine: int) -> np.ndarray:
   return np.sort(squared, axis=1)[:, :neighbours].sum(axis=1)
 
 
+def krum_order(points: np.ndarray, weights: np.ndarray, scores: np.ndarray) -> np.ndarray:
+  """The indices of the points by increasing Krum score; exact ties by the point, in lexicographic order of its
+  coordinates (the first coordinate that differs decides, the smaller value first), then by the smaller weight.
+
+  The order depends on the cohort as a multiset, not on the clients' order: only rows equal in point and weight
+  can trade places, and they are interchangeable. (Ties are not rare: with one Krum neighbour two mutual
+  nearest neighbours score the same, and Bulyan's last selections for f = 1 and 2 score by one neighbour.)
+  """
+  return np.lexsort((weights, *np.asarray(points).T[::-1], scores))
+
+
 def multi_krum(points: np.ndarray, weights: np.ndarray, num_byzantine: int, num_selected: int) -> np.ndarray:
-  """Weighted mean of the `num_selected` points with the lowest Krum scores (ties: lower index first)."""
+  """Weighted mean of the `num_selected` points first in `krum_order` (the lowest Krum scores)."""
   points, weights = _checked(points, weights)
   if len(points) < 2 * num_byzantine + 3:
     raise ValueError(f'multi-Krum with num_byzantine={num_byzantine} needs at least {2 * num_byzantine + 3} points')
-  selected = np.argsort(krum_scores(points, num_byzantine), kind='stable')[:num_selected]
+  selected = krum_order(points, weights, krum_scores(points, num_byzantine))[:num_selected]
   return _weighted_mean(points[selected], weights[selected])
 
 
 def bulyan(points: np.ndarray, weights: np.ndarray, num_byzantine: int) -> np.ndarray:
   """Bulyan (El Mhamdi et al., 2018) with a weighted final average.
 
-  1. Select theta = m - 2f points by repeated Krum: each step removes the remaining point of lowest Krum score
-     computed among the r remaining points, over max(1, r - f - 2) neighbours (ties: lowest index). The
-     paper's r - f - 2 is 0 at the last step for f = 1 (r = 2f + 1 = 3), where every score would be 0 and
-     the lowest index would go even if it is the point farthest from the other two; with one neighbour (as
-     in Flower) a point of the closest pair goes.
-  2. Per coordinate, keep the beta = theta - 2f selected values closest to the selected values' median and
-     take their weighted mean.
+  1. Select theta = m - 2f points by repeated Krum: each step removes the remaining point first in `krum_order`
+     (lowest Krum score computed among the r remaining points, over max(1, r - f - 2) neighbours; exact ties
+     to the lexicographically smallest point). The paper's r - f - 2 is 0 at the last step for f = 1
+     (r = 2f + 1 = 3), where every score would be 0 and the tie-break alone would choose, even the point
+     farthest from the other two; with one neighbour (as in Flower) a point of the closest pair goes.
+  2. Per coordinate, keep the beta = theta - 2f selected values closest to the selected values' median (ties:
+     the value selected first) and take their weighted mean.
+
+  Flower's `aggregate_bulyan` breaks score ties by client index instead, so its result depends on the clients'
+  order (flwr 1.42 on the 1-D cohort 4, 9, 10, 5, 2, 6, 3 with f = 1: 5, 4 or 13/3 depending on the order;
+  ours: 4 in every order). Our step 1 selects what Flower's selects from the clients sorted lexicographically.
   """
   points, weights = _checked(points, weights)
   m, f = len(points), num_byzantine
@@ -86,7 +104,7 @@ def bulyan(points: np.ndarray, weights: np.ndarray, num_byzantine: int) -> np.nd
   remaining, selected = list(range(m)), []
   for _ in range(m - 2 * f):
     scores = krum_scores(points[remaining], f) if len(remaining) > 1 else np.zeros(1)
-    selected.append(remaining.pop(int(np.argmin(scores))))
+    selected.append(remaining.pop(int(krum_order(points[remaining], weights[remaining], scores)[0])))
   chosen, chosen_weights = points[selected], weights[selected]
   beta = len(selected) - 2 * f
   median = np.median(chosen, axis=0)

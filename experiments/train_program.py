@@ -19,6 +19,7 @@ from tff_robust.simulation import composing_context
 from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
 from tff_robust.simulation import gpu_placement
+from tff_robust.simulation import metrics_csv
 from tff_robust.simulation import run_settings
 from tff_robust.simulation import schedules
 from tff_robust.simulation import tasks
@@ -200,6 +201,8 @@ def run() -> int:
   except training_loop.Interrupted as interrupted:
     print(interrupted, file=sys.stderr)
     return exit_statuses.INTERRUPTED
+  except metrics_csv.DamagedMetricsError as error:
+    raise train_flags.Refusal(str(error)) from None
   except composing_context.WorkerUnavailable as error:
     print(f'error: {error}. The same command resumes the run from its newest checkpoint, if it has one.',
           file=sys.stderr)

@@ -3,9 +3,9 @@
 A flag in `FLAG_USERS` configures a part of a run that the run may not have: an algorithm's hyperparameter, an
 attack's parameter, a channel's. It maps to its selector, the flag whose value decides whether that part exists,
 and the selector's values that use it. The rule (`refusal`): a run that sets such a flag to a value other than its
-default (NaN included) while its selector has another value is refused, in one line naming the flag and the values that use it,
-e.g. `--norm_filter_multiplier applies to --algorithm=filtered_centered_clipping, not --algorithm=rfa`. A flag at
-its default changes nothing, so flagfiles may spell defaults out.
+default (NaN included) while its selector has another value is refused, in one line naming the flag and the
+values that use it, e.g. `--norm_filter_multiplier applies to --algorithm=filtered_centered_clipping, not
+--algorithm=rfa`. A flag at its default changes nothing, so flagfiles may spell defaults out.
 
 A new algorithm, attack or channel adds its flags here (and its name to the entries of the flags it shares). The
 flags every algorithm reads (learning rates, epochs, batch size, rounds) are not in the table; MtFEEL, signSGD and

@@ -10,7 +10,8 @@ model_weights.npz). A directory holds one run: the same command resumes it from 
 (--rounds_per_checkpoint), a command with other settings is refused (--overwrite starts afresh).
 
 Exit status: 0 trained; 2 refused (one line on stderr names the flag, or what in the run's directory is damaged;
-flags are checked before TensorFlow is loaded); 3 the model became non-finite (training stopped in that round, summary.json's nonfinite_model_round);
+flags are checked before TensorFlow is loaded); 3 the model became non-finite (training stopped in that round,
+summary.json's nonfinite_model_round);
 4 the run's own TFF worker died, e.g. killed or out of memory (one line names its signal or status and its log);
 130 interrupted by Ctrl-C (one line says where the run resumes from). After 4 or 130 the same command resumes.
 

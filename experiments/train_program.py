@@ -118,7 +118,8 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
   minibatch, stragglers = train_flags.MINIBATCH_FRACTION.value, train_flags.STRAGGLER_FRACTION.value
   return dict(
       algorithm=algorithm, task=train_flags.TASK.value, seed=train_flags.SEED.value,
-      total_rounds=train_flags.TOTAL_ROUNDS.value, clients_per_round=clients_per_round, corruption=train_flags.CORRUPTION.value,
+      total_rounds=train_flags.TOTAL_ROUNDS.value, clients_per_round=clients_per_round,
+      corruption=train_flags.CORRUPTION.value,
       corruption_fraction=train_flags.CORRUPTION_FRACTION.value,
       corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
       **({'alie_z': train_flags.ALIE_Z.value} if train_flags.ALIE_Z.value is not None else {}),

@@ -221,6 +221,7 @@ def test_dfl_rows_split_by_common_settings_and_a_cell_of_differing_runs_is_refus
   assert _row(table2, ('EMNIST', 'Linear', 'ours (emnist_linear_dfl, client_learning_rate=1, 2 seeds (0, 1))'))[5] \
       == '30.00 ± 0.00'
   _write_run(tmp_path / 'secure', dict(client_learning_rate=0.1, quantile_method='secure'),
-             algorithm='delta_fl', seed=2, conformity_level=0.5, **base, **{'eval/error_p90': 0.3, 'eval/error_mean': 0.1})
+             algorithm='delta_fl', seed=2, conformity_level=0.5, **base,
+             **{'eval/error_p90': 0.3, 'eval/error_mean': 0.1})
   with pytest.raises(ValueError, match='delta_fl θ=0.5: runs differ in quantile_method=exact; quantile_method=secure'):
     paper_tables.dfl_tables(paper_tables.load_records([str(tmp_path)]), paper_tables.load_published())

@@ -17,6 +17,7 @@ from typing import Optional
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -36,7 +37,7 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
   Measurements:
     - `clipped_count`: clients whose update had norm above `clipping_norm`.
     - `num_nonfinite_clients`: clients whose value or weight was not finite.
-    - `mean`: measurements of the inner weighted-mean call.
+    - `mean`: measurements of the inner weighted-mean call (absent when empty, as TFF's `MeanFactory`'s are).
   """
 
   def __init__(
@@ -90,11 +91,10 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
       sanitized = tff.federated_map(widen_and_drop_nonfinite, (value, weight))
       clipped, was_clipped = tff.federated_map(clip, sanitized[0])
       output = mean_process.next(state, clipped, sanitized[1])
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           clipped_count=tff.federated_sum(was_clipped),
           num_nonfinite_clients=tff.federated_sum(sanitized[2]),
-          mean=output.measurements,
-      )
+      ), 'mean', output.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=output.state,
           result=tff.federated_map(narrow_or_zeros_if_nonfinite, output.result),

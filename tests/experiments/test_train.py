@@ -53,6 +53,17 @@ def test_the_runner_says_once_that_it_runs_on_cpu_when_tensorflow_sees_no_gpu(tm
   assert 'sees no GPU' not in cpu_only.stderr
 
 
+def test_evaluating_every_round_retraces_nothing(tmp_path):
+  # Each evaluation built a new model and traced its forward-pass loop again: from the 5th on TensorFlow warned
+  # "... calls to <function _Scorer.__init__.<locals>.sums_per_device ...> triggered tf.function retracing".
+  result = train_runs.train(tmp_path, '--task=digits', '--algorithm=fedavg', '--total_rounds=7', '--rounds_per_eval=1',
+                            '--clients_per_round=3')
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'retracing' not in result.stderr, result.stderr[-3000:]
+  _, rows = train_runs.outputs(tmp_path)
+  assert all(row['eval/accuracy'] and row['eval/error_p90'] for row in rows)  # 7 evaluations, devices included
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('algorithm', ['coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping'])
 def test_robust_baselines_train_on_digits(tmp_path, algorithm):

@@ -7,8 +7,9 @@ default (NaN included) while its selector has another value is refused, in one l
 values that use it, e.g. `--norm_filter_multiplier applies to --algorithm=filtered_centered_clipping, not
 --algorithm=rfa`. A flag at its default changes nothing, so flagfiles may spell defaults out.
 
-A new algorithm, attack or channel adds its flags here (and its name to the entries of the flags it shares). The
-flags every algorithm reads (learning rates, epochs, batch size, rounds) are not in the table; MtFEEL, signSGD and
+A new algorithm, attack or channel adds its flags here (and its name to the entries of the flags it shares); a
+flag that parts chosen by different selectors read (e.g. an algorithm and a defence chain) maps to `AnyOf` their
+`Users`. The flags every algorithm reads (learning rates, epochs, batch size, rounds) are not in the table; MtFEEL, signSGD and
 FedSGD do not train with --client_learning_rate, which is not refused with them.
 
 Imports neither absl nor TensorFlow: `experiments.train_flags` applies the rule, `experiments.paper_tables` reads
@@ -23,19 +24,45 @@ from tff_robust.simulation import algorithm_names
 
 @dataclasses.dataclass(frozen=True)
 class Users:
-  """The values of flag `selector` that use a flag: those in `values`, or, with `all_but`, every value but those."""
+  """The values of flag `selector` that use a flag: those in `values`, or, with `all_but`, every value but those
+  (`all_but=(None,)`: any value of a flag that is unset by default)."""
 
   selector: str
-  values: tuple[str, ...] = ()
-  all_but: tuple[str, ...] = ()
+  values: tuple = ()
+  all_but: tuple = ()
 
-  def use(self, value) -> bool:
+  @property
+  def selectors(self) -> tuple[str, ...]:
+    return (self.selector,)
+
+  def use(self, flag_values: Mapping[str, object]) -> bool:
+    """Whether a run with these flag values (its selector's among them) has the part that uses the flag."""
+    value = flag_values[self.selector]
     return value not in self.all_but if self.all_but else value in self.values
 
   def __str__(self) -> str:
+    if self.all_but == (None,):
+      return f'a --{self.selector}'
     if self.all_but:
-      return f'every --{self.selector} but {"|".join(self.all_but)}'
-    return f'--{self.selector}={"|".join(self.values)}'
+      return f'every --{self.selector} but {"|".join(map(str, self.all_but))}'
+    return f'--{self.selector}={"|".join(map(str, self.values))}'
+
+
+@dataclasses.dataclass(frozen=True)
+class AnyOf:
+  """A flag that several parts use, each chosen by its own selector: used where any of `alternatives` uses it."""
+
+  alternatives: tuple[Users, ...]
+
+  @property
+  def selectors(self) -> tuple[str, ...]:
+    return tuple(users.selector for users in self.alternatives)
+
+  def use(self, flag_values: Mapping[str, object]) -> bool:
+    return any(users.use(flag_values) for users in self.alternatives)
+
+  def __str__(self) -> str:
+    return ' or '.join(map(str, self.alternatives))
 
 
 _RFA = Users('algorithm', ('rfa', 'bucketing_rfa', 'personalized_rfa'))
@@ -48,7 +75,7 @@ _CLIENT_SCHEDULE = Users('algorithm', algorithm_names.CLIENT_SCHEDULE_ALGORITHM_
 _LOCAL_EPOCHS = Users('algorithm', all_but=algorithm_names.FULL_GRADIENT_ALGORITHM_NAMES)
 _OUTAGE = Users('channel', ('outage',))
 
-FLAG_USERS: dict[str, Users] = {
+FLAG_USERS: dict[str, Users | AnyOf] = {
     'rfa_num_passes': _RFA,
     'rfa_smoothing': Users('algorithm', (*_RFA.values, 'rfa_one_step')),
     'personal_learning_rate': Users('algorithm', ('personalized_rfa',)),
@@ -93,8 +120,9 @@ FLAG_USERS: dict[str, Users] = {
 
 
 def is_used(flag: str, values: Mapping[str, object]) -> bool:
-  """Whether the run whose flag values are `values` uses `flag` (a flag outside the table: always)."""
-  return flag not in FLAG_USERS or FLAG_USERS[flag].use(values[FLAG_USERS[flag].selector])
+  """Whether the run whose flag values are `values` (its selectors' among them) uses `flag` (a flag outside the
+  table: always)."""
+  return flag not in FLAG_USERS or FLAG_USERS[flag].use(values)
 
 
 def refusal(flag: str, values: Mapping[str, object], default) -> Optional[str]:
@@ -103,4 +131,5 @@ def refusal(flag: str, values: Mapping[str, object], default) -> Optional[str]:
   if is_used(flag, values) or values[flag] == default or values[flag] is default:
     return None
   users = FLAG_USERS[flag]
-  return f'--{flag} applies to {users}, not --{users.selector}={values[users.selector]}'
+  given = ', '.join(f'no --{s}' if values[s] is None else f'--{s}={values[s]}' for s in users.selectors)
+  return f'--{flag} applies to {users}, not {given}'

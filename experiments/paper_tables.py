@@ -105,11 +105,12 @@ _OUTCOMES = ('rounds', 'secure_average_calls', 'seconds_per_round', 'nonfinite_m
 
 
 def _uses(name: str, flags: dict) -> bool:
-  """Whether a run with these flags uses flag `name` (`flag_users`, through its selectors; one they lack: yes)."""
+  """Whether a run with these flags uses flag `name` (`flag_users`, and its selectors in turn; a selector the
+  flags lack, as an older run's: yes)."""
   users = flag_users.FLAG_USERS.get(name)
-  if users is None or users.selector not in flags:
+  if users is None or not set(users.selectors) <= set(flags):
     return True
-  return users.use(flags[users.selector]) and _uses(users.selector, flags)
+  return flag_users.is_used(name, flags) and all(_uses(selector, flags) for selector in users.selectors)
 
 
 def run_settings_tuple(flags: dict, seed: int) -> tuple:

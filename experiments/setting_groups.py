@@ -19,11 +19,12 @@ KINDS = ('algorithm', 'corruption', 'common')
 
 
 def kind(name: str) -> str:
-  """The kind of setting `name`: the selector ('algorithm' or 'corruption') its table entries lead to, or 'common'."""
+  """The kind of setting `name`: the selector ('algorithm' or 'corruption') its table entry leads to (through its
+  first selector's own entry, e.g. --snr_db's --channel), or 'common'."""
   users = flag_users.FLAG_USERS.get(name)
-  while users is not None and users.selector not in ('algorithm', 'corruption'):
-    users = flag_users.FLAG_USERS.get(users.selector)
-  return 'common' if users is None else users.selector
+  while users is not None and users.selectors[0] not in ('algorithm', 'corruption'):
+    users = flag_users.FLAG_USERS.get(users.selectors[0])
+  return 'common' if users is None else users.selectors[0]
 
 
 def shown(value) -> str:

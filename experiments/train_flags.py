@@ -415,7 +415,7 @@ def _task_options_are_valid(flag_values: dict) -> bool:
 
 def _register_flag_use_validators() -> None:
   for name, users in flag_users.FLAG_USERS.items():
-    flags.register_multi_flags_validator((name, users.selector), functools.partial(_flag_is_used, name))
+    flags.register_multi_flags_validator((name, *users.selectors), functools.partial(_flag_is_used, name))
 
 
 _register_flag_use_validators()  # first: does a flag apply at all?

@@ -38,7 +38,7 @@ def _setting(runner_flags, flag, use: bool) -> list[str]:
   """Flags that give `flag`'s selector a value that uses `flag` (or not), and the selector's own selector one that
   uses the selector."""
   users = flag_users.FLAG_USERS[flag]
-  value = next(v for v in _choices(runner_flags, users.selector) if users.use(v) == use)
+  value = next(v for v in _choices(runner_flags, users.selector) if users.use({users.selector: v}) == use)
   prerequisite = _setting(runner_flags, users.selector, True) if users.selector in flag_users.FLAG_USERS else []
   return [*prerequisite, f'--{users.selector}={value}']
 
@@ -53,19 +53,27 @@ def _parse_error(runner_flags, argv) -> str:
   return ''
 
 
+def _alternatives(users) -> tuple:
+  return users.alternatives if isinstance(users, flag_users.AnyOf) else (users,)
+
+
 def test_the_table_names_runner_flags_and_choices_of_their_selectors(runner_flags):
   from experiments import train_flags  # pylint: disable=g-import-not-at-top
   defined = {flag.name for flag in runner_flags.get_flags_for_module(train_flags.__name__)}
   assert set(flag_users.FLAG_USERS) <= defined and set(_SAMPLES) == set(flag_users.FLAG_USERS)
   for flag, users in flag_users.FLAG_USERS.items():
-    choices = _choices(runner_flags, users.selector)
-    assert set(users.values) | set(users.all_but) <= set(choices), flag
-    assert bool(users.values) != bool(users.all_but), flag
-    assert any(users.use(v) for v in choices) and not all(users.use(v) for v in choices), flag
     assert _SAMPLES[flag] != str(runner_flags[flag].default), flag
+    for part in _alternatives(users):
+      assert part.selector in defined and bool(part.values) != bool(part.all_but), flag
+      if part.all_but != (None,):  # an enum selector: the values are its choices, some use the flag, some do not
+        choices = _choices(runner_flags, part.selector)
+        assert set(part.values) | set(part.all_but) <= set(choices), flag
+        uses = [part.use({part.selector: v}) for v in choices]
+        assert any(uses) and not all(uses), flag
 
 
-@pytest.mark.parametrize('flag', sorted(flag_users.FLAG_USERS))
+@pytest.mark.parametrize(  # (an AnyOf entry: test_a_flag_several_parts_use_is_refused_only_where_none_does)
+    'flag', sorted(flag for flag, users in flag_users.FLAG_USERS.items() if isinstance(users, flag_users.Users)))
 def test_a_flag_is_refused_in_one_line_for_a_run_that_does_not_use_it_and_parses_for_one_that_does(runner_flags,
                                                                                                       flag):
   users = flag_users.FLAG_USERS[flag]
@@ -75,6 +83,18 @@ def test_a_flag_is_refused_in_one_line_for_a_run_that_does_not_use_it_and_parses
   if runner_flags[flag].default is not None:  # a flag at its default changes nothing, so it may be spelt out
     assert _parse_error(runner_flags, [*without, f'--{flag}={runner_flags[flag].default}']) == ''
   assert _parse_error(runner_flags, [*_setting(runner_flags, flag, use=True), f'--{flag}={_SAMPLES[flag]}']) == ''
+
+
+def test_a_flag_several_parts_use_is_refused_only_where_none_does(monkeypatch):
+  # E.g. f, which multi-Krum and Bulyan take, and a defence chain too: `AnyOf` both parts' Users.
+  users = flag_users.AnyOf((flag_users.Users('algorithm', ('multi_krum', 'bulyan')),
+                            flag_users.Users('defence', all_but=(None,))))
+  monkeypatch.setitem(flag_users.FLAG_USERS, 'num_byzantine', users)
+  assert users.selectors == ('algorithm', 'defence')
+  assert flag_users.refusal('num_byzantine', {'algorithm': 'fedavg', 'defence': None, 'num_byzantine': 2}, 1) == (
+      '--num_byzantine applies to --algorithm=multi_krum|bulyan or a --defence, not --algorithm=fedavg, no --defence')
+  assert flag_users.refusal('num_byzantine', {'algorithm': 'fedavg', 'defence': 'krum', 'num_byzantine': 2}, 1) is None
+  assert flag_users.refusal('num_byzantine', {'algorithm': 'bulyan', 'defence': None, 'num_byzantine': 2}, 1) is None
 
 
 def test_a_nan_is_a_setting_too():

@@ -9,8 +9,8 @@ values that use it, e.g. `--norm_filter_multiplier applies to --algorithm=filter
 
 A new algorithm, attack or channel adds its flags here (and its name to the entries of the flags it shares); a
 flag that parts chosen by different selectors read (e.g. an algorithm and a defence chain) maps to `AnyOf` their
-`Users`. The flags every algorithm reads (learning rates, epochs, batch size, rounds) are not in the table; MtFEEL, signSGD and
-FedSGD do not train with --client_learning_rate, which is not refused with them.
+`Users`. The flags every algorithm reads (learning rates, epochs, batch size, rounds) are not in the table;
+MtFEEL, signSGD and FedSGD do not train with --client_learning_rate, which is not refused with them.
 
 Imports neither absl nor TensorFlow: `experiments.train_flags` applies the rule, `experiments.paper_tables` reads
 the table to tell an algorithm's settings from a run's.

@@ -25,7 +25,6 @@ each titled with the settings that tell it apart. Two runs of one cell with the 
 naming both): nothing recorded tells them apart.
 """
 
-import collections
 import csv
 import dataclasses
 import json

@@ -257,9 +257,9 @@ def test_krum_commutes_with_every_similarity_and_its_scores_scale_quadratically(
 
 
 # Bulyan's repeated Krum makes its last selection among 2f + 1 points, each scored over max(1, f - 1)
-# neighbours: for f = 1 and f = 2 the two points of the closest pair share the lowest score. Ties go to the
-# lexicographically smaller point (`robust_statistics.krum_order`), so the result does not depend on the order of
-# the clients (with ties by client index it did, for f = 1 and 2).
+# neighbours: for f = 1 and f = 2 the two points of the closest pair share the lowest score. Ties go to the more
+# central point, then the lexicographically smaller (`robust_statistics.krum_order`), so the result does not depend
+# on the order of the clients (with ties by client index it did, for f = 1 and 2).
 @pytest.mark.parametrize(
     'name, num_byzantine',
     [(name, _F) for name in sorted(_COORDINATE_RULES)]

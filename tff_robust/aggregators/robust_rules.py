@@ -2,9 +2,9 @@
 
 Each rule takes the gathered client points `points` [m, d] (float32) and weights [m] with a dynamic m and
 returns the aggregate [d]; `minimum_points(m)` says how many points the rule needs. The NumPy references
-define the semantics, ties included: Krum selections break exact score ties by the point's lexicographic order
-and then its weight (`robust_statistics.krum_order`), so every rule is a function of the cohort as a multiset,
-whatever the order in which TFF delivers the clients.
+define the semantics, ties included: Krum selections break exact score ties by centrality, then the point's
+lexicographic order, then its weight (`robust_statistics.krum_order`), so every rule is a function of the cohort
+as a multiset, whatever the order in which TFF delivers the clients.
 """
 
 import tensorflow as tf
@@ -79,17 +79,19 @@ def pairwise_squared_distances(points):
   return tf.maximum((distances + tf.transpose(distances)) / 2, 0.0)
 
 
-def _krum_scores(distances, active, num_byzantine):
-  """Krum scores among the `active` points, over max(1, r - f - 2) neighbours (inactive ones score +inf)."""
+def _krum_scores_and_totals(distances, active, num_byzantine):
+  """([m] Krum scores over max(1, r - f - 2) neighbours, [m] sums of squared distances to every other point),
+  both among the r `active` points and summed in sorted order (equal distances, equal sums); inactive: +inf."""
   m = tf.shape(distances)[0]
   pair_active = tf.logical_and(active[:, None], active[None, :])
   pair_active = tf.logical_and(pair_active, tf.logical_not(tf.eye(m, dtype=tf.bool)))
-  masked = tf.where(pair_active, distances, tf.constant(float('inf'), tf.float64))
+  nearest = tf.sort(tf.where(pair_active, distances, tf.constant(float('inf'), tf.float64)), axis=1)
   neighbours = tf.maximum(tf.reduce_sum(tf.cast(active, tf.int32)) - num_byzantine - 2, 1)
-  nearest = tf.sort(masked, axis=1)
   use = tf.range(m)[None, :] < neighbours
   scores = tf.reduce_sum(tf.where(use, nearest, tf.zeros_like(nearest)), axis=1)
-  return tf.where(active, scores, tf.constant(float('inf'), tf.float64))
+  totals = tf.reduce_sum(tf.sort(tf.where(pair_active, distances, tf.zeros_like(distances)), axis=1), axis=1)
+  inactive = tf.constant(float('inf'), tf.float64)
+  return tf.where(active, scores, inactive), tf.where(active, totals, inactive)
 
 
 def lexicographic_ranks(points):
@@ -106,42 +108,44 @@ def lexicographic_ranks(points):
 
 
 def _tie_ranks(points, weights):
-  """[m] int32, a permutation of 0..m-1: each row's place in (point lexicographically, weight) order, the
-  tie-break of `robust_statistics.krum_order` (rows equal in both are interchangeable)."""
+  """[m] int32, a permutation of 0..m-1: each row's place in (point lexicographically, weight) order, the last
+  tie-breaks of `robust_statistics.krum_order` (rows equal in both are interchangeable)."""
   by_weight = tf.argsort(weights, stable=True)
   order = tf.gather(by_weight, tf.argsort(tf.gather(lexicographic_ranks(points), by_weight), stable=True))
   return tf.math.invert_permutation(order)
 
 
+def _krum_order(scores, totals, tie_ranks):
+  """The row indices in `robust_statistics.krum_order`: by score, ties by total squared distance, then tie rank."""
+  order = tf.math.invert_permutation(tie_ranks)
+  order = tf.gather(order, tf.argsort(tf.gather(totals, order), stable=True))
+  return tf.gather(order, tf.argsort(tf.gather(scores, order), stable=True))
+
+
 def multi_krum(points, weights, num_byzantine, num_selected=None):
-  """Weighted mean of the `num_selected` (default m - f) points of lowest Krum score (exact ties: `_tie_ranks`)."""
+  """Weighted mean of the `num_selected` (default m - f) points first in Krum order (lowest Krum scores)."""
   m = tf.shape(points, out_type=tf.int32)[0]
-  scores = _krum_scores(pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
+  scores, totals = _krum_scores_and_totals(pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
   count = m - num_byzantine if num_selected is None else tf.minimum(num_selected, m)
-  by_tie_rank = tf.math.invert_permutation(_tie_ranks(points, weights))
-  selected = tf.gather(by_tie_rank, tf.argsort(tf.gather(scores, by_tie_rank), stable=True))[:count]
+  selected = _krum_order(scores, totals, _tie_ranks(points, weights))[:count]
   chosen_weights = tf.gather(weights, selected)
   return _weighted_column_mean(tf.gather(points, selected), chosen_weights[:, None])
 
 
 def bulyan(points, weights, num_byzantine):
   """Bulyan: repeated-Krum selection of m - 2f points, then per coordinate the weighted mean of the
-  m - 4f selected values closest to their median (`robust_statistics.bulyan`: each Krum step scores the
-  r remaining points over max(1, r - f - 2) neighbours, exact ties by `_tie_ranks`)."""
+  m - 4f selected values closest to their median (`robust_statistics.bulyan`: each Krum step takes the first
+  of the r remaining points in Krum order, scores over max(1, r - f - 2) neighbours)."""
   m = tf.shape(points, out_type=tf.int32)[0]
   distances = pairwise_squared_distances(points)
   theta = m - 2 * num_byzantine
   tie_ranks = _tie_ranks(points, weights)
 
   def select_one(step, active, selected):
-    remaining = tf.reduce_sum(tf.cast(active, tf.int32))
-    scores = tf.cond(
-        remaining > 1,
-        lambda: _krum_scores(distances, active, num_byzantine),
-        lambda: tf.where(active, tf.zeros([m], tf.float64), tf.constant(float('inf'), tf.float64)),
-    )
-    tied = tf.equal(scores, tf.reduce_min(scores))  # inactive points score +inf, above any active one
-    best = tf.argmin(tf.where(tied, tie_ranks, m), output_type=tf.int32)
+    scores, totals = _krum_scores_and_totals(distances, active, num_byzantine)
+    last = tf.logical_and(active, tf.equal(tf.reduce_sum(tf.cast(active, tf.int32)), 1))  # scores 0, not +inf
+    scores = tf.where(last, tf.zeros_like(scores), scores)
+    best = _krum_order(scores, totals, tie_ranks)[0]  # inactive points score +inf, after every active one
     return step + 1, tf.tensor_scatter_nd_update(active, [[best]], [False]), selected.write(step, best)
 
   _, _, selected = tf.while_loop(

@@ -75,14 +75,17 @@ def test_robust_baselines_train_on_digits(tmp_path, algorithm):
     assert all(r['aggregator/insufficient_clients'] == '0' for r in rows)
 
 
-@pytest.mark.parametrize('algorithm, calls', [
-    ('bucketing_rfa', 2 * (1 + 3)), ('centered_clipping', 2 * 2), ('filtered_centered_clipping', 2 * (2 + 2)),
+_CENTERED_CLIPPING_FLAGS = ('--centered_clipping_radius=0.5', '--centered_clipping_iterations=2')
+
+
+@pytest.mark.parametrize('algorithm, flags, calls', [
+    ('bucketing_rfa', ('--bucket_size=3',), 2 * (1 + 3)),
+    ('centered_clipping', _CENTERED_CLIPPING_FLAGS, 2 * 2),
+    ('filtered_centered_clipping', (*_CENTERED_CLIPPING_FLAGS, '--norm_filter_multiplier=1.5'), 2 * (2 + 2)),
 ])
-def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, calls):
+def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, flags, calls):
   result = train_runs.train(
-      tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=2', '--rounds_per_eval=2',
-      '--bucket_size=3', '--centered_clipping_radius=0.5', '--centered_clipping_iterations=2',
-    *(['--norm_filter_multiplier=1.5'] if algorithm == 'filtered_centered_clipping' else []),
+      tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=2', '--rounds_per_eval=2', *flags
   )
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)

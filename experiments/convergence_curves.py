@@ -5,6 +5,7 @@ per round, RFA up to R = 3 (its Weiszfeld passes), so RFA "needs 3x the oracle c
 it matches FedAvg per outer iteration. A run of `python -m experiments.train` writes `summary.json` (its total
 `secure_average_calls` and `rounds`) and `metrics.csv` (`eval/accuracy` at every evaluation round); every
 algorithm here makes the same number of calls each round, so the calls after round t are t x calls per round.
+Runs that differ in a setting other than the seed are drawn apart (`experiments.setting_groups`, as the tables do).
 Used by `experiments/paper_report.py` (no absl flags).
 """
 
@@ -18,6 +19,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from experiments import paper_tables
+from experiments import setting_groups
+from tff_robust.simulation import run_settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +42,8 @@ def load_curve(run_dir: str) -> Curve:
     evaluated = [(int(row['round']), float(row['eval/accuracy'])) for row in csv.DictReader(f)
                  if row.get('eval/accuracy') not in (None, '')]
   rounds = tuple(r for r, _ in evaluated)
-  return Curve(paper_tables.records_from_summary(summary), rounds, tuple(calls_per_round * r for r in rounds),
-               tuple(a for _, a in evaluated))
+  record = paper_tables.records_from_summary(summary, run_settings.read(run_dir), source=run_dir)
+  return Curve(record, rounds, tuple(calls_per_round * r for r in rounds), tuple(a for _, a in evaluated))
 
 
 def load_curves(inputs: Iterable[str]) -> list[Curve]:
@@ -62,28 +65,54 @@ def seed_band(curves: Sequence[Curve], x: str) -> tuple[np.ndarray, np.ndarray, 
   return np.array(xs, dtype=float), values.mean(0), values.min(0), values.max(0)
 
 
+def convergence_panels(curves: Sequence[Curve]) -> list[tuple[str, list[tuple[str, list[Curve]]]]]:
+  """[(panel title, [(line name, the line's curves: one per seed)])]: one panel per task x corruption x rho x group
+  of common and attack settings, one line per algorithm x group of its own settings.
+
+  Raises:
+    ValueError: two curves of one line have the same seed.
+  """
+  settings_of = lambda curve: curve.record.settings
+  by_key = collections.defaultdict(list)
+  for curve in curves:
+    by_key[curve.record.task, curve.record.corruption, curve.record.fraction].append(curve)
+  panels = []
+  for (task, corruption, fraction), key_curves in sorted(by_key.items()):
+    for condition, condition_curves in setting_groups.groups(key_curves, 'common', settings_of):
+      for variant, panel_curves in setting_groups.groups(condition_curves, 'corruption', settings_of):
+        lines = []
+        for algorithm in paper_tables.order_algorithms(c.record.algorithm for c in panel_curves):
+          own_curves = [c for c in panel_curves if c.record.algorithm == algorithm]
+          for own, line_curves in setting_groups.groups(own_curves, 'algorithm', settings_of):
+            name = f'{algorithm} ({own})' if own else algorithm
+            setting_groups.check_one_run_per_seed(
+                line_curves, f'{task}, {corruption}, ρ={fraction:g}, {name}', seed_of=lambda c: c.record.seed,
+                source_of=lambda c: c.record.source)
+            lines.append((name, line_curves))
+        title = f'{task}: ' + ('no corruption' if corruption == 'none' else f'{corruption}, ρ={fraction:g}')
+        labels = ', '.join(part for part in (variant, condition) if part)
+        panels.append((title + (f'\n{labels}' if labels else ''), lines))
+  return panels
+
+
 def plot_convergence(curves: Sequence[Curve], path: str) -> None:
-  """Two rows of panels, one column per task x corruption x rho: accuracy (%) against oracle calls (top) and
-  against rounds (bottom), one line per algorithm (mean over seeds, min-max band)."""
+  """Two rows of panels, one column per `convergence_panels` panel: accuracy (%) against oracle calls (top) and
+  against rounds (bottom), one line per algorithm (mean over seeds, min-max band), a marker at every evaluation
+  (a run evaluated once is a point)."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
-  panels = collections.defaultdict(lambda: collections.defaultdict(list))
-  for curve in curves:
-    r = curve.record
-    panels[(r.task, r.corruption, r.fraction)][r.algorithm].append(curve)
-  keys = sorted(panels)
-  fig, axes = plt.subplots(2, len(keys), figsize=(5 * len(keys), 7.5), squeeze=False)
-  for column, key in enumerate(keys):
-    task, corruption, fraction = key
-    for index, algorithm in enumerate(paper_tables.order_algorithms(panels[key])):
+  panels = convergence_panels(curves)
+  fig, axes = plt.subplots(2, len(panels), figsize=(5 * len(panels), 7.5), squeeze=False)
+  for column, (title, lines) in enumerate(panels):
+    for index, (name, line_curves) in enumerate(lines):
       for row, x in enumerate(('calls', 'rounds')):
-        xs, mean, low, high = seed_band(panels[key][algorithm], x)
+        xs, mean, low, high = seed_band(line_curves, x)
         ax = axes[row][column]
-        ax.plot(xs, mean, color=f'C{index % 10}', label=algorithm)
+        ax.plot(xs, mean, color=f'C{index % 10}', marker='o', markersize=4, label=name)
         ax.fill_between(xs, low, high, color=f'C{index % 10}', alpha=0.2)
-    title = f'{task}: ' + ('no corruption' if corruption == 'none' else f'{corruption}, ρ={fraction:g}')
-    axes[0][column].set(title=title, xlabel='secure-average oracle calls', ylabel='test accuracy (%)')
+    axes[0][column].set_title(title, fontsize=9)
+    axes[0][column].set(xlabel='secure-average oracle calls', ylabel='test accuracy (%)')
     axes[1][column].set(xlabel='rounds (outer iterations)', ylabel='test accuracy (%)')
     for ax in axes[:, column]:
       ax.grid(alpha=0.3)

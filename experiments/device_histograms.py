@@ -5,6 +5,8 @@ A run's `devices.csv` (written by the runner's per-device evaluation) has one ro
 Values are collected as values[label][(group, metric)] = {device_id: [value per seed]}; a device's histogram
 entry is its mean over the seeds that evaluated it, and the dashed line is the inverted-CDF 90th percentile of
 those entries (Table 2's statistic). One panel row per method, test error on the left, training loss on the right.
+Runs that differ in a setting other than the seed get rows of their own, labelled with it
+(`experiments.setting_groups`).
 Used by `experiments.superquantile_tables` (its runs) and `experiments.paper_report` (run directories).
 """
 
@@ -17,6 +19,7 @@ from typing import Iterable
 import numpy as np
 
 from experiments import paper_tables
+from experiments import setting_groups
 
 _PANELS = (('eval', 'error', 'test-device misclassification error'), ('train', 'loss', 'training-device loss'))
 
@@ -52,9 +55,17 @@ def load_from_runs(inputs: Iterable[str]) -> tuple[dict, list[str]]:
   order = {(algorithm, theta): index for index, (_, algorithm, theta) in enumerate(paper_tables.DFL_COLUMNS)}
   found.sort(key=lambda item: (item[0].task, order.get((item[0].algorithm, item[0].conformity_level), len(order)),
                                -item[0].conformity_level, item[0].seed))
+  labels = {}
+  for task in dict.fromkeys(record.task for record, _ in found):
+    for condition, runs in setting_groups.groups([r for r, _ in found if r.task == task], 'common'):
+      for column in dict.fromkeys(map(_label, runs)):
+        for own, column_runs in setting_groups.groups([r for r in runs if _label(r) == column], 'algorithm'):
+          label = column + (f' ({own})' if own else '') + (f' [{condition}]' if condition else '')
+          setting_groups.check_one_run_per_seed(column_runs, label)
+          labels.update((id(r), label) for r in column_runs)
   values = {}
   for record, devices_csv in found:
-    add_devices_csv(values.setdefault(_label(record), empty_values()), devices_csv)
+    add_devices_csv(values.setdefault(labels[id(record)], empty_values()), devices_csv)
   return values, list(values)
 
 

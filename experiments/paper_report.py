@@ -17,6 +17,9 @@ Writes to --output_dir:
   dfl_device_histograms.png   Delta-FL Fig. 4: histograms of the per-device test error and training loss, one
       row per task x method (from the devices.csv of run directories; experiments/device_histograms.py).
 A file is written only when some input has runs of its kind. The table logic is experiments/paper_tables.py.
+Runs are averaged over seeds only where they differ in nothing else: runs that differ in a recorded setting
+(run_settings.json, summary.json) are reported apart, titled with what differs (experiments/setting_groups.py);
+two runs of one cell with the same seed are refused, naming both.
 """
 
 import os
@@ -40,35 +43,38 @@ def main(argv):
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
   if not _INPUTS.value:
     raise app.UsageError('--inputs: give at least one run directory or results.csv')
-  try:
+  published = paper_tables.load_published(_PUBLISHED.value)
+  try:  # everything that reads the runs, before any file is written
     records = paper_tables.load_records(_INPUTS.value, default_task=_CSV_TASK.value)
+    kinds = {r.kind for r in records}
+    rfa_text = paper_tables.rfa_tables(records, published) if 'rfa' in kinds else None
+    dfl_text = paper_tables.dfl_tables(records, published) if 'dfl' in kinds else None
+    curves = convergence_curves.load_curves(_INPUTS.value)
+    convergence_curves.convergence_panels(curves)
+    device_values, labels = device_histograms.load_from_runs(_INPUTS.value)
   except (OSError, ValueError, KeyError) as error:
     raise app.UsageError(f'--inputs: {error}') from error
   if not records:
     raise app.UsageError(f'--inputs: no runs found in {_INPUTS.value}')
-  published = paper_tables.load_published(_PUBLISHED.value)
   os.makedirs(_OUTPUT_DIR.value, exist_ok=True)
   written = []
-  kinds = {r.kind for r in records}
-  if 'rfa' in kinds:
+  if rfa_text is not None:
     with open(os.path.join(_OUTPUT_DIR.value, 'rfa_tables.md'), 'w') as f:
-      f.write(paper_tables.rfa_tables(records, published))
+      f.write(rfa_text)
     written.append('rfa_tables.md')
     if paper_tables.rfa_accuracy_records(records):
       paper_tables.plot_rfa(records, published, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_corruption.png'))
       written.append('rfa_accuracy_vs_corruption.png')
     else:
       print('no RFA-kind run reports a final eval/accuracy: rfa_accuracy_vs_corruption.png not drawn')
-  curves = convergence_curves.load_curves(_INPUTS.value)
   if curves:
     convergence_curves.plot_convergence(curves, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_calls.png'))
     written.append('rfa_accuracy_vs_calls.png')
-  if 'dfl' in kinds:
+  if dfl_text is not None:
     with open(os.path.join(_OUTPUT_DIR.value, 'dfl_tables.md'), 'w') as f:
-      f.write(paper_tables.dfl_tables(records, published))
+      f.write(dfl_text)
     paper_tables.plot_dfl(records, os.path.join(_OUTPUT_DIR.value, 'dfl_test_device_error.png'))
     written += ['dfl_tables.md', 'dfl_test_device_error.png']
-  device_values, labels = device_histograms.load_from_runs(_INPUTS.value)
   if labels:
     device_histograms.plot_histograms(device_values, labels,
                                       os.path.join(_OUTPUT_DIR.value, 'dfl_device_histograms.png'))

@@ -15,9 +15,16 @@ Two layouts:
     error (%), one row per task, columns FedAvg and Delta-FL theta = 0.8, 0.5, 0.1, mean ± std over seeds,
     beside the paper's five rows; `plot_dfl` draws both as grouped bars.
 std is the population standard deviation over seeds (ddof = 0), as the sweep binaries report it.
+
+Only runs that differ in seed alone share a mean. Each record carries the run's other settings (its
+run_settings.json, the summary's extras, the rounds; a sweep's results.csv: the sweep's run_settings.json), and
+runs that differ in one are reported apart (`experiments.setting_groups`): an algorithm's own setting makes a row
+of its own (`trimmed_mean (trim_fraction=0.2)`), an attack's a table of its own (`ipm corruption, ipm_epsilon=2`),
+any other (the cohort, rounds, learning rates, task options) a table (an RFA panel, a Delta-FL row) of its own,
+each titled with the settings that tell it apart. Two runs of one cell with the same seed are refused (ValueError
+naming both): nothing recorded tells them apart.
 """
 
-import collections
 import csv
 import dataclasses
 import json
@@ -26,6 +33,10 @@ import os
 from typing import Iterable, Optional, Sequence
 
 import numpy as np
+
+from experiments import flag_users
+from experiments import setting_groups
+from tff_robust.simulation import run_settings
 
 PUBLISHED_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs', 'published_numbers.json')
 
@@ -60,6 +71,8 @@ class Record:
   accuracy: Optional[float] = None
   error_p90: Optional[float] = None
   error_mean: Optional[float] = None
+  settings: tuple = ()  # ((name, value), ...): the run's other settings that it uses (module docstring)
+  source: str = ''  # where the run was read from, for messages
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -85,9 +98,38 @@ def _float(value, default=None):
   return default if value in (None, '') else float(value)
 
 
-def records_from_summary(summary: dict) -> Record:
-  """The record of one `summary.json`; personalised runs are scored with the devices' personal models, and
-  personalized_rfa with 1 secure average per round (--rfa_num_passes=1) is personalised FedAvg."""
+# Not settings: the layouts' axes, and what a run measured or became.
+_AXES = ('task', 'algorithm', 'seed', 'corruption', 'corruption_fraction', 'conformity_level')
+_OUTCOMES = ('rounds', 'secure_average_calls', 'seconds_per_round', 'nonfinite_model_round', 'corruption_weight_share')
+
+
+def _uses(name: str, flags: dict) -> bool:
+  """Whether a run with these flags uses flag `name` (`flag_users`, and its selectors in turn; a selector the
+  flags lack, as an older run's: yes)."""
+  users = flag_users.FLAG_USERS.get(name)
+  if users is None or not set(users.selectors) <= set(flags):
+    return True
+  return flag_users.is_used(name, flags) and all(_uses(selector, flags) for selector in users.selectors)
+
+
+def run_settings_tuple(flags: dict, seed: int) -> tuple:
+  """The `Record.settings` of a run with these flags (recorded settings and summary extras; algorithm and
+  corruption included): the used ones outside `_AXES` and `_OUTCOMES`, sorted; a split_seed equal to the seed
+  reads 'seed' (a split drawn per seed)."""
+  settings = {name: tuple(value) if isinstance(value, list) else value for name, value in flags.items()
+              if name not in _AXES and name not in _OUTCOMES and '/' not in name and _uses(name, flags)}
+  if 'split_seed' in settings and settings['split_seed'] == seed:
+    settings['split_seed'] = 'seed'
+  return tuple(sorted(settings.items()))
+
+
+def records_from_summary(summary: dict, recorded: Optional[dict] = None, source: str = '') -> Record:
+  """The record of one `summary.json` (and the run's `run_settings.json`, `recorded`); personalised runs are scored
+  with the devices' personal models, and personalized_rfa with 1 secure average per round (--rfa_num_passes=1)
+  is personalised FedAvg."""
+  flags = {**(recorded or {}), **summary}  # the summary's values are the run's own (e.g. clients_per_round)
+  if 'total_rounds' not in flags and 'rounds' in summary and 'nonfinite_model_round' not in summary:
+    flags['total_rounds'] = summary['rounds']  # summaries before total_rounds was recorded
   algorithm, task = summary['algorithm'], summary['task']
   accuracy = summary.get('eval/accuracy')
   if algorithm == 'personalized_rfa' and 'personal/error_mean' in summary:
@@ -100,31 +142,40 @@ def records_from_summary(summary: dict) -> Record:
       corruption=summary.get('corruption', 'none'), fraction=float(summary.get('corruption_fraction', 0.0)),
       conformity_level=float(summary.get('conformity_level', 1.0)) if algorithm == 'delta_fl' else 1.0,
       accuracy=accuracy, error_p90=summary.get('eval/error_p90'), error_mean=summary.get('eval/error_mean'),
+      settings=run_settings_tuple(flags, int(summary['seed'])), source=source,
   )
 
 
 def summary_record(path: str) -> Record:
-  """The record of the `summary.json` at `path`."""
+  """The record of the `summary.json` at `path`, with the settings of the run_settings.json beside it if any."""
   with open(path) as f:
-    return records_from_summary(json.load(f))
+    summary = json.load(f)
+  return records_from_summary(summary, run_settings.read(os.path.dirname(path)), source=os.path.dirname(path))
 
 
 def records_from_csv(path: str, task: str) -> list[Record]:
-  """Records of a robustness-sweep or superquantile-tables results.csv (recognised by their columns)."""
+  """Records of a robustness-sweep or superquantile-tables results.csv (recognised by their columns), with the
+  settings of the sweep's run_settings.json beside it if any."""
   with open(path, newline='') as f:
     rows = list(csv.DictReader(f))
   if not rows:
     return []
+  shared = {name: value for name, value in (run_settings.read(os.path.dirname(path)) or {}).items() if name != 'task'}
+  settings = lambda algorithm, corruption, seed: run_settings_tuple(
+      {**shared, 'algorithm': algorithm, 'corruption': corruption}, seed)
   if {'algorithm', 'corruption', 'fraction', 'accuracy'} <= set(rows[0]):
     return [Record(kind='rfa', task=task, algorithm=r['algorithm'], seed=int(r['seed']), corruption=r['corruption'],
-                   fraction=float(r['fraction']), accuracy=_float(r['accuracy'])) for r in rows]
+                   fraction=float(r['fraction']), accuracy=_float(r['accuracy']),
+                   settings=settings(r['algorithm'], r['corruption'], int(r['seed'])), source=f'{path} row {number}')
+            for number, r in enumerate(rows, start=2)]
   if {'method', 'conformity_level', 'error_p90', 'error_mean'} <= set(rows[0]):
     records = []
-    for r in rows:
-      theta = float(r['conformity_level'])
-      records.append(Record(kind='dfl', task=task, algorithm='fedavg' if r['method'] == 'FedAvg' else 'delta_fl',
+    for number, r in enumerate(rows, start=2):
+      theta, algorithm = float(r['conformity_level']), 'fedavg' if r['method'] == 'FedAvg' else 'delta_fl'
+      records.append(Record(kind='dfl', task=task, algorithm=algorithm,
                             seed=int(r['seed']), conformity_level=theta, accuracy=_float(r.get('accuracy')),
-                            error_p90=_float(r['error_p90']), error_mean=_float(r['error_mean'])))
+                            error_p90=_float(r['error_p90']), error_mean=_float(r['error_mean']),
+                            settings=settings(algorithm, 'none', int(r['seed'])), source=f'{path} row {number}'))
     return records
   raise ValueError(f'{path}: not a results.csv of experiments.robustness_sweep or experiments.superquantile_tables '
                    f'(columns {sorted(rows[0])})')
@@ -181,73 +232,130 @@ def rfa_accuracy_records(records: Sequence[Record]) -> list[Record]:
   return [r for r in records if r.kind == 'rfa' and r.accuracy is not None]
 
 
-def rfa_tables(records: Sequence[Record], published: dict) -> str:
-  """Markdown: per task and corruption, accuracy (%) mean ± std over seeds by algorithm x rho, then the paper's."""
+@dataclasses.dataclass(frozen=True)
+class RfaPanel:
+  """One RFA table (and figure panel): a task and corruption, the settings that tell its runs from the task's
+  other runs (`label`, '' if none), and its rows (row name, algorithm, the runs: clean and corrupted)."""
+
+  task: str
+  corruption: str
+  label: str
+  rows: tuple[tuple[str, str, tuple[Record, ...]], ...]
+
+  @property
+  def runs(self) -> list[Record]:
+    return [r for _, _, runs in self.rows for r in runs]
+
+  @property
+  def title(self) -> str:
+    corruption = 'no corruption' if self.corruption == 'none' else f'{self.corruption} corruption'
+    return f'{self.task}: {corruption}' + (f', {self.label}' if self.label else '')
+
+
+def rfa_panels(records: Sequence[Record]) -> list[RfaPanel]:
+  """The RFA layout of `records` (those with a final accuracy): per task, per group of common settings, per
+  corruption and group of its attack's settings, the rows of each algorithm's groups of its own settings. The
+  rho = 0 runs are shared by every corruption (the sweep runs them once, with corruption 'none').
+
+  Raises:
+    ValueError: two runs of one cell (row x rho) have the same seed.
+  """
+  panels = []
   records = rfa_accuracy_records(records)
+  for task in sorted({r.task for r in records}):
+    for condition, condition_runs in setting_groups.groups([r for r in records if r.task == task], 'common'):
+      clean = [r for r in condition_runs if r.corruption == 'none' or r.fraction == 0.0]
+      corruptions = sorted({r.corruption for r in condition_runs if r.corruption != 'none'}) or ['none']
+      for corruption in corruptions:
+        attacked = [r for r in condition_runs if r.corruption == corruption and r.fraction > 0.0]
+        for variant, variant_runs in setting_groups.groups(attacked, 'corruption') or [('', [])]:
+          selected = variant_runs + clean
+          rows = []
+          for algorithm in order_algorithms(r.algorithm for r in selected):
+            for own, runs in setting_groups.groups([r for r in selected if r.algorithm == algorithm], 'algorithm'):
+              name = f'{algorithm} ({own})' if own else algorithm
+              for fraction in sorted({r.fraction for r in runs}):
+                setting_groups.check_one_run_per_seed(
+                    [r for r in runs if r.fraction == fraction], f'{task}, {corruption}, {name} at ρ={fraction:g}')
+              rows.append((name, algorithm, tuple(runs)))
+          label = ', '.join(part for part in (variant, condition) if part)
+          panels.append(RfaPanel(task, corruption, label, tuple(rows)))
+  return panels
+
+
+def rfa_tables(records: Sequence[Record], published: dict) -> str:
+  """Markdown: per `rfa_panels` panel, accuracy (%) mean ± std over seeds by row x rho, then the paper's numbers."""
   lines = ['# RFA (Fig. 2/3/5/6 layout): final test accuracy (%), mean ± std over seeds', '']
   published_numbers = published['rfa']['numbers']
-  for task in sorted({r.task for r in records}):
-    task_records = [r for r in records if r.task == task]
-    clean = [r for r in task_records if r.corruption == 'none' or r.fraction == 0.0]
-    corruptions = sorted({r.corruption for r in task_records if r.corruption != 'none'}) or ['none']
+  for panel in rfa_panels(records):
+    task, corruption, selected = panel.task, panel.corruption, panel.runs
     dataset = RFA_DATASETS.get(task)
-    for corruption in corruptions:
-      # rho = 0 runs are shared by every corruption (the sweep runs them once, with corruption 'none').
-      selected = [r for r in task_records if r.corruption == corruption and r.fraction > 0.0] + clean
-      fractions = sorted({r.fraction for r in selected})
-      cell_runs = collections.defaultdict(list)
-      for r in selected:
-        cell_runs[r.algorithm, r.fraction].append(r)
-      algorithms = order_algorithms(r.algorithm for r in selected)
-      header = ['algorithm', 'source'] + [f'ρ={f:g}' for f in fractions]
-      rows = [[a, f'ours ({task})'] + [format_mean_std([r.accuracy for r in cell_runs[a, f]]) for f in fractions]
-              for a in algorithms]
-      paper_rows = []
-      if dataset is not None:
-        paper = [p for p in published_numbers if p['dataset'] == dataset and p['corruption'] in (corruption, 'none')
-                 and (p['corruption'] == corruption or p['fraction'] == 0.0)]
-        ours = {r.algorithm for r in selected}
-        for algorithm in order_algorithms(p['algorithm'] for p in paper if p['algorithm'] in ours):
-          cells = []
-          for f in fractions:
-            hits = [p for p in paper if p['algorithm'] == algorithm and math.isclose(p['fraction'], f)]
-            cells.append(' / '.join(f'{p.get("qualifier", "")}{p["value"]:g}' for p in hits) or '—')
-          missing = sorted({p['fraction'] for p in paper if p['algorithm'] == algorithm} - set(fractions))
-          suffix = f' (also ρ={", ".join(f"{m:g}" for m in missing)}: see JSON)' if missing else ''
-          paper_rows.append([algorithm, f'paper ({dataset}){suffix}'] + cells)
-      title = 'no corruption' if corruption == 'none' else f'{corruption} corruption'
-      lines += [f'## {task}: {title}', ''] + _markdown(header, rows + paper_rows) + ['']
-      seeds = {r.seed for r in selected}
-      fewer = [f'{a} at ρ={f:g} {_seeds_note(cell_runs[a, f])}' for a in algorithms for f in fractions
-               if cell_runs[a, f] and {r.seed for r in cell_runs[a, f]} != seeds]
-      note = f'Ours: {_seeds_note(selected)}' + (f', but {"; ".join(fewer)}' if fewer else '')
-      note += '; ρ = share of training examples on corrupted devices.'
-      if dataset is not None and not task.startswith(dataset.split('_')[0]):
-        note += (f' The paper rows are its {dataset} numbers (a different dataset: for orientation only).')
-      sources = sorted({p['source'] for p in published_numbers if p['dataset'] == dataset})
-      if sources:
-        note += ' Paper sources: ' + '; '.join(sources) + '.'
-      lines += [note, '']
+    fractions = sorted({r.fraction for r in selected})
+    cell_runs = {(name, f): [r for r in runs if r.fraction == f] for name, _, runs in panel.rows for f in fractions}
+    header = ['algorithm', 'source'] + [f'ρ={f:g}' for f in fractions]
+    rows = [[name, f'ours ({task})'] + [format_mean_std([r.accuracy for r in cell_runs[name, f]]) for f in fractions]
+            for name, _, _ in panel.rows]
+    paper_rows = []
+    if dataset is not None:
+      paper = [p for p in published_numbers if p['dataset'] == dataset and p['corruption'] in (corruption, 'none')
+               and (p['corruption'] == corruption or p['fraction'] == 0.0)]
+      ours = {r.algorithm for r in selected}
+      for algorithm in order_algorithms(p['algorithm'] for p in paper if p['algorithm'] in ours):
+        cells = []
+        for f in fractions:
+          hits = [p for p in paper if p['algorithm'] == algorithm and math.isclose(p['fraction'], f)]
+          cells.append(' / '.join(f'{p.get("qualifier", "")}{p["value"]:g}' for p in hits) or '—')
+        missing = sorted({p['fraction'] for p in paper if p['algorithm'] == algorithm} - set(fractions))
+        suffix = f' (also ρ={", ".join(f"{m:g}" for m in missing)}: see JSON)' if missing else ''
+        paper_rows.append([algorithm, f'paper ({dataset}){suffix}'] + cells)
+    lines += [f'## {panel.title}', ''] + _markdown(header, rows + paper_rows) + ['']
+    seeds = {r.seed for r in selected}
+    fewer = [f'{name} at ρ={f:g} {_seeds_note(cell_runs[name, f])}' for name, _, _ in panel.rows for f in fractions
+             if cell_runs[name, f] and {r.seed for r in cell_runs[name, f]} != seeds]
+    note = f'Ours: {_seeds_note(selected)}' + (f', but {"; ".join(fewer)}' if fewer else '')
+    note += '; ρ = share of training examples on corrupted devices.'
+    if dataset is not None and not task.startswith(dataset.split('_')[0]):
+      note += (f' The paper rows are its {dataset} numbers (a different dataset: for orientation only).')
+    sources = sorted({p['source'] for p in published_numbers if p['dataset'] == dataset})
+    if sources:
+      note += ' Paper sources: ' + '; '.join(sources) + '.'
+    lines += [note, '']
   return '\n'.join(lines)
 
 
-def dfl_tables(records: Sequence[Record], published: dict) -> str:
-  """Markdown: the Delta-FL paper's Tables 2 and 3, our tasks' rows (mean ± std over seeds) above the paper's."""
+def dfl_rows(records: Sequence[Record]) -> list[tuple[str, str, list[Record]]]:
+  """The Delta-FL layout's rows of `records` (the 'dfl' kind): (task, the settings that tell the row's runs from
+  the task's other runs, '' if none, the runs), per task and group of common settings."""
   records = [r for r in records if r.kind == 'dfl']
+  return [(task, label, runs) for task in sorted({r.task for r in records})
+          for label, runs in setting_groups.groups([r for r in records if r.task == task], 'common')]
+
+
+def _dfl_cell(runs: Sequence[Record], algorithm: str, theta: float, where: str) -> list[Record]:
+  """The runs of one Delta-FL column; ValueError if they differ in the algorithm's own settings (the table has one
+  cell for them) or two share a seed."""
+  cell = [r for r in runs if r.algorithm == algorithm and math.isclose(r.conformity_level, theta)]
+  variants = setting_groups.groups(cell, 'algorithm')
+  if len(variants) > 1:
+    raise ValueError(f'{where}, {algorithm} θ={theta:g}: runs differ in {"; ".join(label for label, _ in variants)}, '
+                     'one cell of the Delta-FL table; report them apart (separate --inputs)')
+  setting_groups.check_one_run_per_seed(cell, f'{where}, {algorithm} θ={theta:g}')
+  return cell
+
+
+def dfl_tables(records: Sequence[Record], published: dict) -> str:
+  """Markdown: the Delta-FL paper's Tables 2 and 3, our rows (`dfl_rows`, mean ± std over seeds) above the paper's."""
   paper = published['superquantile_fl']['numbers']
   lines = ['# Superquantile FL (Δ-FL) Tables 2–3: test-device misclassification error (%), mean ± std over seeds', '']
   header = ['dataset', 'model', 'source'] + [label for label, _, _ in DFL_COLUMNS]
   for metric, title in DFL_METRICS:
     rows = []
-    for task in sorted({r.task for r in records}):
+    for task, label, runs in dfl_rows(records):
       dataset = DFL_DATASETS.get(task)
       names = [(p['dataset_name'], p['model']) for p in paper if p['dataset'] == dataset][:1] or [(task, '—')]
-      cells = []
-      for _, algorithm, theta in DFL_COLUMNS:
-        values = [getattr(r, metric) for r in records if r.task == task and r.algorithm == algorithm
-                  and math.isclose(r.conformity_level, theta) and getattr(r, metric) is not None]
-        cells.append(format_mean_std(values))
-      rows.append([*names[0], f'ours ({task}, {_seeds_note([r for r in records if r.task == task])})'] + cells)
+      cells = [format_mean_std([getattr(r, metric) for r in _dfl_cell(runs, algorithm, theta, task)
+                                if getattr(r, metric) is not None]) for _, algorithm, theta in DFL_COLUMNS]
+      rows.append([*names[0], f'ours ({", ".join(p for p in (task, label) if p)}, {_seeds_note(runs)})'] + cells)
     for dataset in dict.fromkeys(p['dataset'] for p in paper):
       entries = [p for p in paper if p['dataset'] == dataset and p['metric'] == metric]
       cells = []
@@ -262,32 +370,32 @@ def dfl_tables(records: Sequence[Record], published: dict) -> str:
 
 
 def plot_rfa(records: Sequence[Record], published: dict, path: str) -> None:
-  """Accuracy (%) against rho, one panel per task x corruption, one line per algorithm (mean, min-max band),
-  the paper's numbers for the task's dataset as open markers."""
-  records = rfa_accuracy_records(records)
-  if not records:
+  """Accuracy (%) against rho, one panel per `rfa_panels` panel, one line per row (mean, min-max band; a marker at
+  every point), the paper's numbers for the task's dataset as open markers."""
+  panels = rfa_panels(records)
+  if not panels:
     raise ValueError('records: no RFA-kind run with a final test accuracy (eval/accuracy) to plot')
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
-  panels = sorted({(r.task, r.corruption) for r in records if r.corruption != 'none'}) or sorted(
-      {(r.task, 'none') for r in records})
   fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
-  for ax, (task, corruption) in zip(axes[0], panels):
-    selected = [r for r in records if r.task == task and (r.corruption == corruption or r.fraction == 0.0)]
-    for index, algorithm in enumerate(order_algorithms(r.algorithm for r in selected)):
-      fractions = sorted({r.fraction for r in selected if r.algorithm == algorithm})
-      values = [[100 * r.accuracy for r in selected if r.algorithm == algorithm and r.fraction == f] for f in fractions]
+  for ax, panel in zip(axes[0], panels):
+    drawn = set()
+    for index, (name, algorithm, runs) in enumerate(panel.rows):
+      fractions = sorted({r.fraction for r in runs})
+      values = [[100 * r.accuracy for r in runs if r.fraction == f] for f in fractions]
       color = f'C{index % 10}'
-      ax.plot(fractions, [np.mean(v) for v in values], marker='o', color=color, label=algorithm)
+      ax.plot(fractions, [np.mean(v) for v in values], marker='o', color=color, label=name)
       ax.fill_between(fractions, [min(v) for v in values], [max(v) for v in values], color=color, alpha=0.2)
-      dataset = RFA_DATASETS.get(task)
+      dataset = RFA_DATASETS.get(panel.task)
       paper = [p for p in published['rfa']['numbers'] if p['dataset'] == dataset and p['algorithm'] == algorithm
-               and p['corruption'] in (corruption, 'none') and 'qualifier' not in p]
-      if paper:
+               and p['corruption'] in (panel.corruption, 'none') and 'qualifier' not in p]
+      if paper and algorithm not in drawn:
+        drawn.add(algorithm)
         ax.scatter([p['fraction'] for p in paper], [p['value'] for p in paper], facecolors='none', edgecolors=color,
                    marker='s', s=60, label=f'{algorithm}, paper ({dataset})')
-    ax.set(title=f'{task}: {corruption} corruption', xlabel='corruption level ρ', ylabel='test accuracy (%)')
+    ax.set_title(panel.title, fontsize=9)
+    ax.set(xlabel='corruption level ρ', ylabel='test accuracy (%)')
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
   fig.tight_layout()
@@ -296,23 +404,24 @@ def plot_rfa(records: Sequence[Record], published: dict, path: str) -> None:
 
 
 def plot_dfl(records: Sequence[Record], path: str) -> None:
-  """Grouped bars: 90th percentile and mean test-device error (%) per method, mean ± std over seeds, per task."""
+  """Grouped bars: 90th percentile and mean test-device error (%) per method, mean ± std over seeds, per
+  `dfl_rows` row."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
-  records = [r for r in records if r.kind == 'dfl']
-  tasks = sorted({r.task for r in records})
-  fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4), squeeze=False)
-  for ax, task in zip(axes[0], tasks):
+  rows = dfl_rows(records)
+  fig, axes = plt.subplots(1, len(rows), figsize=(6 * len(rows), 4), squeeze=False)
+  for ax, (task, settings, runs) in zip(axes[0], rows):
     positions = np.arange(len(DFL_COLUMNS))
     for offset, (metric, _) in zip((-0.2, 0.2), DFL_METRICS):
-      stats = [mean_std([100 * getattr(r, metric) for r in records if r.task == task and r.algorithm == algorithm
-                         and math.isclose(r.conformity_level, theta)] or [np.nan])
+      stats = [mean_std([100 * getattr(r, metric) for r in _dfl_cell(runs, algorithm, theta, task)
+                         if getattr(r, metric) is not None] or [np.nan])
                for _, algorithm, theta in DFL_COLUMNS]
       ax.bar(positions + offset, [m for m, _ in stats], 0.4, yerr=[s for _, s in stats], capsize=3,
              label='90th percentile (Table 2)' if metric == 'error_p90' else 'mean (Table 3)')
     ax.set_xticks(positions, [label for label, _, _ in DFL_COLUMNS])
-    ax.set(title=f'{task}: test-device error', ylabel='misclassification error (%)')
+    ax.set_title(f'{task}: test-device error' + (f'\n{settings}' if settings else ''), fontsize=9)
+    ax.set(ylabel='misclassification error (%)')
     ax.legend(fontsize=8)
   fig.tight_layout()
   fig.savefig(path, dpi=120)

@@ -9,10 +9,10 @@ model_weights.npz} (MtFEEL, which has no global model: alpha.npy and discrepanci
 model_weights.npz). A directory holds one run: the same command resumes it from its newest checkpoint
 (--rounds_per_checkpoint), a command with other settings is refused (--overwrite starts afresh).
 
-Exit status: 0 trained; 2 refused (one line on stderr names the flag, NaN and +-inf in float flags included;
-flags are checked before TensorFlow is loaded); 3 the model became non-finite (training stopped in that round,
-summary.json's nonfinite_model_round) or no client's update counted in --stop_after_rounds_without_update rounds
-in a row (summary.json's no_counted_update_stop_round);
+Exit status: 0 trained; 2 refused (one line on stderr names the flag, NaN and +-inf in float flags included, or
+what in the run's directory is damaged; flags are checked before TensorFlow is loaded); 3 the model became
+non-finite (training stopped in that round, summary.json's nonfinite_model_round) or no client's update counted in
+--stop_after_rounds_without_update rounds in a row (summary.json's no_counted_update_stop_round);
 4 the run's own TFF worker died, e.g. killed or out of memory (one line names its signal or status and its log);
 130 interrupted by Ctrl-C (one line says where the run resumes from). After 4 or 130 the same command resumes.
 

@@ -7,15 +7,20 @@ worker binary built without CUDA (`check_local_worker`). The checks that need th
 task's data or TensorFlow (a cohort larger than the task, an algorithm's constraints on the cohort, the GPUs
 TensorFlow sees) are `experiments.train_program`'s.
 
+A flag of one algorithm, attack or channel set for a run without it is refused by one rule over one table
+(`experiments.flag_users`).
+
 The enum choices and defaults that the library defines in modules importing TensorFlow are spelt out here;
 `tests/experiments/test_train_flags.py` checks that they are the library's.
 """
 
+import functools
 import os
 import tempfile
 
 from absl import flags
 
+from experiments import flag_users
 from tff_robust.aggregators.defences import registry as defence_registry
 from tff_robust.core.attacks import catalog
 from tff_robust.simulation import algorithm_names
@@ -405,52 +410,29 @@ flags.register_validator(
 )
 
 
+def _flag_is_used(name: str, flag_values: dict) -> bool:
+  """`flag_users`' rule: a flag of one algorithm, attack or channel set for a run without it is refused."""
+  refusal = flag_users.refusal(name, flag_values, flags.FLAGS[name].default)
+  if refusal:
+    raise flags.ValidationError(refusal)
+  return True
+
+
 def _client_pipeline_flags_are_valid(flag_values: dict) -> bool:
-  """Minibatches apply to one-gradient algorithms with one epoch of data, stragglers to local epochs."""
-  algorithm, epochs = flag_values['algorithm'], flag_values['client_epochs_per_round']
-  full_gradient = algorithm in algorithm_names.FULL_GRADIENT_ALGORITHM_NAMES
-  if flag_values['minibatch_fraction'] is not None and not full_gradient:
-    raise flags.ValidationError(
-        f'--minibatch_fraction applies to --algorithm={"|".join(algorithm_names.FULL_GRADIENT_ALGORITHM_NAMES)}, '
-        f'not --algorithm={algorithm}'
-    )
+  """Minibatches need one epoch of data; at most one of the cost bounds (which algorithms take them: the table)."""
+  epochs = flag_values['client_epochs_per_round']
   if flag_values['minibatch_fraction'] is not None and epochs != 1:
     raise flags.ValidationError(
         f'--minibatch_fraction samples each example at most once: it needs --client_epochs_per_round=1, got {epochs}'
     )
-  if flag_values['max_client_examples'] is not None and full_gradient:
-    raise flags.ValidationError(
-        f'--max_client_examples applies to algorithms that train local epochs, not --algorithm={algorithm}'
-    )
   if flag_values['max_client_examples'] is not None and flag_values['straggler_fraction'] > 0:
     raise flags.ValidationError('--max_client_examples and --straggler_fraction cannot be combined')
-  if flag_values['straggler_fraction'] > 0 and full_gradient:
-    raise flags.ValidationError(
-        f'--straggler_fraction applies to algorithms that train local epochs, not --algorithm={algorithm}'
-    )
-  return True
-
-
-def _client_schedule_flags_are_valid(flag_values: dict) -> bool:
-  if (flag_values['client_lr_decay'] != 1.0
-      and flag_values['algorithm'] not in algorithm_names.CLIENT_SCHEDULE_ALGORITHM_NAMES):
-    raise flags.ValidationError(
-        f'--client_lr_decay applies to {", ".join(algorithm_names.CLIENT_SCHEDULE_ALGORITHM_NAMES)}, '
-        f'not --algorithm={flag_values["algorithm"]}'
-    )
   return True
 
 
 def _corruption_flags_are_valid(flag_values: dict) -> bool:
-  """An attack's parameter needs that attack; label flipping needs a task with class labels."""
+  """Label flipping needs a task with class labels (an attack's parameters need their attack: the table)."""
   corruption = flag_values['corruption']
-  attack = catalog.lookup(corruption)
-  if flag_values['alie_z'] is not None and corruption != 'alie':
-    raise flags.ValidationError(f'--alie_z applies to --corruption=alie, not --corruption={corruption}'
-                                + (' (give z in the spec)' if attack and attack.name == 'alie' else ''))
-  if flag_values['ipm_epsilon'] != DEFAULT_IPM_EPSILON and corruption != 'ipm':
-    raise flags.ValidationError(f'--ipm_epsilon applies to --corruption=ipm, not --corruption={corruption}'
-                                + (' (give eps in the spec)' if attack and attack.name == 'ipm' else ''))
   if corruption == 'label_flipping' and flag_values['task'] not in task_names.LABEL_FLIPPING_TASK_NAMES:
     raise flags.ValidationError(
         f'--corruption=label_flipping applies to the tasks with class labels '
@@ -470,12 +452,17 @@ def _task_options_are_valid(flag_values: dict) -> bool:
   return True
 
 
+def _register_flag_use_validators() -> None:
+  for name, users in flag_users.FLAG_USERS.items():
+    flags.register_multi_flags_validator((name, *users.selectors), functools.partial(_flag_is_used, name))
+
+
+_register_flag_use_validators()  # first: does a flag apply at all?
 flags.register_multi_flags_validator(
-    ('algorithm', 'client_epochs_per_round', 'minibatch_fraction', 'straggler_fraction', 'max_client_examples'),
+    ('client_epochs_per_round', 'minibatch_fraction', 'straggler_fraction', 'max_client_examples'),
     _client_pipeline_flags_are_valid,
 )
-flags.register_multi_flags_validator(('algorithm', 'client_lr_decay'), _client_schedule_flags_are_valid)
-flags.register_multi_flags_validator(('corruption', 'alie_z', 'ipm_epsilon', 'task'), _corruption_flags_are_valid)
+flags.register_multi_flags_validator(('corruption', 'task'), _corruption_flags_are_valid)
 flags.register_multi_flags_validator(('task', *(flag.name for flag in TASK_OPTION_FLAGS)), _task_options_are_valid)
 
 

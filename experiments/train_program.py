@@ -20,6 +20,7 @@ from tff_robust.simulation import composing_context
 from tff_robust.simulation import corruption
 from tff_robust.simulation import execution_context
 from tff_robust.simulation import gpu_placement
+from tff_robust.simulation import metrics_csv
 from tff_robust.simulation import run_settings
 from tff_robust.simulation import schedules
 from tff_robust.simulation import tasks
@@ -113,7 +114,8 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
   return dict(
       algorithm=algorithm, task=train_flags.TASK.value, seed=train_flags.SEED.value,
       **({'defence': str(defences.parse(train_flags.DEFENCE.value))} if train_flags.DEFENCE.value else {}),
-      clients_per_round=clients_per_round, corruption=train_flags.CORRUPTION.value,
+      total_rounds=train_flags.TOTAL_ROUNDS.value, clients_per_round=clients_per_round,
+      corruption=train_flags.CORRUPTION.value,
       corruption_fraction=train_flags.CORRUPTION_FRACTION.value,
       corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
       **({'attack': train_flags.update_attack_spec()} if train_flags.update_attack_spec() is not None else {}),
@@ -200,6 +202,8 @@ def run() -> int:
   except training_loop.Interrupted as interrupted:
     print(interrupted, file=sys.stderr)
     return exit_statuses.INTERRUPTED
+  except metrics_csv.DamagedMetricsError as error:
+    raise train_flags.Refusal(str(error)) from None
   except composing_context.WorkerUnavailable as error:
     print(f'error: {error}. The same command resumes the run from its newest checkpoint, if it has one.',
           file=sys.stderr)

@@ -2,11 +2,15 @@
 
 Subpackages and their modules load on first use (`tff_robust.processes.build_rfa_process(...)`,
 `tff_robust.aggregators.privacy`), so that light entry points such as the worker launcher do not import
-TensorFlow.
+TensorFlow. Importing it registers an exit hook that discards TFF's import-time context before interpreter
+shutdown (`_quiet_exit`): a script that imported TFF then exits without TFF's "Exception ignored ... Popen" and
+without leaving TFF's worker running.
 """
 
 from tff_robust import _lazy_submodules
+from tff_robust import _quiet_exit
 
 __version__ = '0.1.0'
 
 __getattr__ = _lazy_submodules.submodule_getattr(__name__)
+_quiet_exit.register()

@@ -1,6 +1,7 @@
 """Gather-based baselines against the NumPy references, edge cases, and their (non-)privacy."""
 
 import functools
+import itertools
 
 import numpy as np
 import pytest
@@ -67,21 +68,91 @@ def test_ties_follow_the_reference(name):
   np.testing.assert_allclose(result, _FACTORIES[name][1](points, weights), atol=1e-6)
 
 
-# Bulyan with f = 1 and m = 7 on a line: repeated Krum selects 6, 28 and 2; then 1, 16, 39, 30 are scored by
-# one neighbour each and 39 and 30 tie (81), the lower index 39 goes; the last step sees 1, 16 and 30, where
-# 16 and 30 are mutual nearest neighbours (196) and 16, the lower index, goes (with 0 neighbours every score
-# would be 0 and the lowest index, 1, the point farthest from the other two, would go). The selected 6, 28,
-# 2, 39, 16 have median 16, and the 3 values closest to it average to (16 + 6 + 28) / 3.
-_LINE = np.array([1, 6, 2, 16, 39, 28, 30], np.float64)[:, None]
+# Bulyan with f = 1 and m = 7 on a line: repeated Krum selects 24, 18 and 29 (no ties); then 3, 6, 19, 37 are scored
+# by one neighbour each, 3 and 6 tie (9), and 6, the more central (squared distances to the others sum to 1139
+# against 3's 1421), goes, not 3, the lower client index; the last step sees 3, 19 and 37, where 3 and 19 tie (256)
+# and 19 (580 against 1412) goes. The selected 24, 18, 29, 6, 19 have median 19, and the 3 values closest to it
+# average to (19 + 18 + 24) / 3 = 61 / 3. (Ties by client index gave 71 / 3 on this order.)
+_LINE = np.array([3, 24, 6, 19, 18, 29, 37], np.float64)[:, None]
 
 
 @pytest.mark.parametrize('offset', [0.0, 2.0**20])  # far from 0, rounding of a Gram matrix would break the ties
-def test_bulyan_breaks_exact_krum_ties_by_the_lowest_index_and_selects_last_by_the_nearest_neighbour(offset):
+def test_bulyan_breaks_exact_krum_ties_by_centrality_not_by_client_index(offset):
   points = _LINE + offset
   expected = robust_statistics.bulyan(points, np.ones(7), 1)
-  np.testing.assert_allclose(expected, [50 / 3 + offset], rtol=1e-15)
+  np.testing.assert_allclose(expected, [61 / 3 + offset], rtol=1e-15)
   result = robust_rules.bulyan(tf.constant(points), tf.ones([7], tf.float64), 1)
   np.testing.assert_allclose(result.numpy(), expected, rtol=1e-15)
+
+
+# The 1-D cohort of issue 34 with f = 1, by hand (a score sums the squared distances to the max(1, r - 3) nearest
+# of the r remaining points; a total, to all of them): r = 7, 4 neighbours: 4 scores 10, the lowest; r = 6: 3 and 5
+# tie at 14, 5 (total 55 against 99) goes; r = 5: 3 and 9 tie at 10 and in total (95), 3 (the smaller point) goes;
+# r = 4: 9 and 10 tie at 1, 9 (59 against 81) goes; r = 3: 2, 6 and 10 all score 16, 6 (32 against 80) goes.
+# Selected 4, 5, 3, 9, 6: median 5, whose 3 closest values 5, 4, 6 average to 5. Ties by client index gave 5, 4 or
+# 13/3 depending on the order (as Flower's aggregate_bulyan does: 2457, 1323 and 1260 of the 5040 orders, flwr
+# 1.42; 5 in the order below), and the factory's mean-centred Gram rounding gave 4 or 5.
+_ISSUE_34_COHORT = np.array([4, 9, 10, 5, 2, 6, 3], np.float32)[:, None]
+_ORDERS_7 = list(itertools.permutations(range(7)))
+_SCALAR = tff.TensorType(np.float32)
+
+
+def _factory_results(factory, cohort, orders):
+  process = factory.create(_SCALAR, _SCALAR)
+  return {float(process.next(process.initialize(), list(cohort[list(order), 0]), [np.float32(1)] * len(order)).result)
+          for order in orders}
+
+
+def test_bulyan_gives_the_same_result_on_every_order_of_a_cohort_with_exact_krum_ties():
+  rule = tf.function(lambda points: robust_rules.bulyan(points, tf.ones([7]), 1))
+  for order in _ORDERS_7:
+    points = _ISSUE_34_COHORT[list(order)]
+    np.testing.assert_array_equal(robust_statistics.bulyan(points, np.ones(7), 1), [5.0], err_msg=str(order))
+    np.testing.assert_array_equal(rule(tf.constant(points)).numpy(), [5.0], err_msg=str(order))
+  sample = [_ORDERS_7[i] for i in np.random.default_rng(0).choice(len(_ORDERS_7), 40, replace=False)]
+  assert _factory_results(baselines.bulyan_factory(1), _ISSUE_34_COHORT, sample) == {5.0}
+
+
+# Multi-Krum, f = 1, on -2, -1, 0, 1, 2 (2 neighbours): -1, 0 and 1 score 2, -2 and 2 score 5. By total squared
+# distance 0 (10) comes first, then -1 and 1 (15 each) by their coordinate, -1 first; -2 and 2 tie in both, -2
+# first. Krum (1 selected) is 0; 2 selected: -1/2; 4 selected: (0 - 1 + 1 - 2) / 4.
+_SYMMETRIC_COHORT = np.array([2, -1, 0, -2, 1], np.float32)[:, None]
+_ORDERS_5 = list(itertools.permutations(range(5)))
+
+
+@pytest.mark.parametrize('num_selected, expected', [(1, 0.0), (2, -0.5), (4, -0.5)])
+def test_multi_krum_gives_the_same_result_on_every_order_of_a_cohort_with_exact_krum_ties(num_selected, expected):
+  rule = tf.function(lambda points: robust_rules.multi_krum(points, tf.ones([5]), 1, num_selected))
+  for order in _ORDERS_5:
+    points = _SYMMETRIC_COHORT[list(order)]
+    np.testing.assert_array_equal(robust_statistics.multi_krum(points, np.ones(5), 1, num_selected), [expected],
+                                  err_msg=str(order))
+    np.testing.assert_array_equal(rule(tf.constant(points)).numpy(), [expected], err_msg=str(order))
+  assert _factory_results(baselines.multi_krum_factory(1, num_selected), _SYMMETRIC_COHORT, _ORDERS_5[::7]) == {
+      expected}
+
+
+# 7 points, f = 1, 4 neighbours: 1 scores 4 (four neighbours at distance 1), the copies of 0 (weights 1 and 3) and
+# of 2 (weights 1 and 2) all score 9; 0's total squared distance (5009) is below 2's (5017). Two selected: 1, then
+# 0 with weight 1 (the smaller weight of its copies): (1 + 0) / 2. Weight 3 would give 1/4.
+_WEIGHTED_TIES = (np.array([0, 0, 1, 2, 2, 50, -50], np.float64)[:, None], np.array([1, 3, 1, 1, 2, 1, 1], np.float64))
+
+
+def test_krum_ties_between_equal_points_go_to_the_smaller_weight_in_every_order():
+  points, weights = _WEIGHTED_TIES
+  rule = tf.function(lambda p, w: robust_rules.multi_krum(p, w, 1, 2))
+  for order in _ORDERS_7[::5]:
+    order = list(order)
+    np.testing.assert_allclose(robust_statistics.multi_krum(points[order], weights[order], 1, 2), [0.5], rtol=1e-15)
+    np.testing.assert_allclose(rule(tf.constant(points[order]), tf.constant(weights[order])).numpy(), [0.5],
+                               rtol=1e-15)
+
+
+def test_lexicographic_ranks_count_the_rows_before_each_row():
+  points = np.array([[1.0, 2.0, 0.0], [1.0, 1.0, 9.0], [0.0, 5.0, 5.0], [1.0, 2.0, 0.0], [1.0, 2.0, -1.0]])
+  expected = [sum(tuple(other) < tuple(row) for other in points) for row in points]  # Python's tuple order
+  np.testing.assert_array_equal(robust_rules.lexicographic_ranks(tf.constant(points)).numpy(), expected)
+  assert expected == [3, 1, 0, 3, 2]
 
 
 def test_bulyan_matches_the_reference_on_random_float32_clouds_of_7_points():

@@ -157,13 +157,7 @@ def test_gathering_factories_match_their_numpy_references_and_drop_zero_weight_c
   assert measurements['num_nonfinite_clients'] == np.count_nonzero(weights == 0)  # dropped rows are counted
 
 
-@pytest.mark.parametrize(
-    'name',
-    sorted(set(_GATHERING_REFERENCES) - {'bulyan'})
-    + [pytest.param('bulyan', marks=pytest.mark.xfail(
-        strict=True, reason='Bulyan with num_byzantine=1 breaks generic Krum-score ties by client index '
-        '(tests/core/test_properties.py::test_rules_ignore_the_order_of_the_clients)'))],
-)
+@pytest.mark.parametrize('name', sorted(_GATHERING_REFERENCES))
 @_SETTINGS
 @given(cloud=_clouds(), seed=st.integers(0, 2**32 - 1))
 def test_gathering_factories_ignore_the_order_of_the_clients(name, cloud, seed):

@@ -257,19 +257,13 @@ def test_krum_commutes_with_every_similarity_and_its_scores_scale_quadratically(
 
 
 # Bulyan's repeated Krum makes its last selection among 2f + 1 points, each scored over max(1, f - 1)
-# neighbours: for f = 1 and f = 2 the two points of the closest pair share the lowest score. Ties go to the
-# lowest client index, so for generic points the result depends on the order of the clients. From f = 3 on
-# the last scores use >= 2 neighbours and generic points have no ties.
-_BULYAN_DEPENDS_ON_CLIENT_ORDER = pytest.mark.xfail(
-    strict=True, reason='Bulyan with num_byzantine 1 or 2 breaks generic Krum-score ties by client index'
-)
-
-
+# neighbours: for f = 1 and f = 2 the two points of the closest pair share the lowest score. Ties go to the more
+# central point, then the lexicographically smaller (`robust_statistics.krum_order`), so the result does not depend
+# on the order of the clients (with ties by client index it did, for f = 1 and 2).
 @pytest.mark.parametrize(
     'name, num_byzantine',
     [(name, _F) for name in sorted(_COORDINATE_RULES)]
-    + [('krum', 1), ('multi_krum', 1), ('multi_krum', 2), ('bulyan', 3)]
-    + [pytest.param('bulyan', f, marks=_BULYAN_DEPENDS_ON_CLIENT_ORDER) for f in (1, 2)],
+    + [('krum', 1), ('multi_krum', 1), ('multi_krum', 2), ('bulyan', 1), ('bulyan', 2), ('bulyan', 3)],
 )
 @_SETTINGS
 @given(data=st.data())
@@ -286,6 +280,21 @@ def test_rules_ignore_the_order_of_the_clients(name, num_byzantine, data):
       rules[name](points[order], weights[order]), rules[name](points, weights),
       rtol=1e-12, atol=1e-12 * _spread(points),
   )
+
+
+@pytest.mark.parametrize('name, num_byzantine', [('krum', 1), ('multi_krum', 1), ('bulyan', 1), ('bulyan', 2)])
+@_SETTINGS
+@given(data=st.data())
+def test_krum_based_rules_ignore_the_order_of_the_clients_even_with_exact_ties(name, num_byzantine, data):
+  minimum = (4 if name == 'bulyan' else 2) * num_byzantine + 3
+  points, weights = data.draw(_tied_clouds(min_points=minimum, max_points=minimum + 4))
+  order = np.random.default_rng(data.draw(_SEEDS)).permutation(len(points))
+  rule = {
+      'krum': lambda p, w: robust_statistics.multi_krum(p, w, num_byzantine, 1),
+      'multi_krum': lambda p, w: robust_statistics.multi_krum(p, w, num_byzantine, len(p) - num_byzantine - 1),
+      'bulyan': lambda p, w: robust_statistics.bulyan(p, w, num_byzantine),
+  }[name]
+  np.testing.assert_allclose(rule(points[order], weights[order]), rule(points, weights), rtol=1e-12, atol=1e-12)
 
 
 @_SETTINGS

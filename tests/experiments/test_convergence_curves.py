@@ -69,3 +69,43 @@ def test_the_seed_band_refuses_no_curves_and_an_unknown_axis(tmp_path):
     convergence_curves.seed_band([], 'calls')
   with pytest.raises(ValueError, match="x in \\('calls', 'rounds'\\)"):
     convergence_curves.seed_band(convergence_curves.load_curves([str(tmp_path)]), 'seconds')
+
+
+def _drawn_figure(monkeypatch, curves, path):
+  """The matplotlib figure `plot_convergence` saves to `path` (it is also written)."""
+  from matplotlib import figure  # pylint: disable=g-import-not-at-top
+  saved = []
+  save = figure.Figure.savefig
+  monkeypatch.setattr(figure.Figure, 'savefig', lambda self, *args, **kwargs: (saved.append(self), save(self, *args,
+                                                                                                         **kwargs)))
+  convergence_curves.plot_convergence(curves, path)
+  (drawn,) = saved
+  return drawn
+
+
+def test_runs_evaluated_once_are_drawn_as_visible_points(tmp_path, monkeypatch):
+  # A line through one point is invisible without a marker: the figure was blank for such runs.
+  for seed in (0, 1):
+    _write_run(tmp_path / f'fedavg_{seed}', algorithm='fedavg', seed=seed, calls_per_round=1, accuracies={6: 0.8})
+    _write_run(tmp_path / f'rfa_{seed}', algorithm='rfa', seed=seed, calls_per_round=3, accuracies={6: 0.7})
+  drawn = _drawn_figure(monkeypatch, convergence_curves.load_curves([str(tmp_path)]), str(tmp_path / 'calls.png'))
+  lines = [line for axis in drawn.axes for line in axis.get_lines()]
+  assert len(lines) == 4 and all(len(line.get_xdata()) == 1 for line in lines)  # 2 algorithms x (calls, rounds)
+  assert all(line.get_marker() not in (None, '', 'None', ' ') and line.get_markersize() > 0 for line in lines)
+
+
+def test_curves_that_differ_in_a_setting_are_drawn_in_panels_of_their_own(tmp_path, monkeypatch):
+  from tff_robust.simulation import run_settings  # pylint: disable=g-import-not-at-top
+  for seed in (0, 1):
+    for cohort in (10, 50):
+      run = tmp_path / f'rfa_{cohort}_{seed}'
+      _write_run(run, algorithm='rfa', seed=seed, calls_per_round=3, accuracies={3: 0.5, 6: 0.7})
+      run_settings.record(str(run), {'algorithm': 'rfa', 'clients_per_round': cohort, 'rfa_num_passes': 3})
+  curves = convergence_curves.load_curves([str(tmp_path)])
+  panels = convergence_curves.convergence_panels(curves)
+  assert [title for title, _ in panels] == ['digits: no corruption\nclients_per_round=10',
+                                           'digits: no corruption\nclients_per_round=50']
+  assert [[(name, sorted(c.record.seed for c in line)) for name, line in lines] for _, lines in panels] == [
+      [('rfa', [0, 1])], [('rfa', [0, 1])]]
+  drawn = _drawn_figure(monkeypatch, curves, str(tmp_path / 'calls.png'))
+  assert len(drawn.axes) == 4

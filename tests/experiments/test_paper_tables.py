@@ -122,3 +122,106 @@ def test_an_unknown_csv_is_refused(tmp_path):
   path.write_text('a,b\n1,2\n')
   with pytest.raises(ValueError, match='not a results.csv'):
     paper_tables.load_records([str(path)])
+
+
+def _write_run(directory, settings: dict, **summary):
+  """A run directory as the runner leaves it: run_settings.json (every defining flag it is given) and summary.json."""
+  from tff_robust.simulation import run_settings  # pylint: disable=g-import-not-at-top
+  _write_summary(directory, **summary)
+  run_settings.record(str(directory), settings)
+
+
+_DIGITS = dict(task='digits', client_learning_rate=0.1, clients_per_round=10, alie_z=None, ipm_epsilon=0.1,
+               trim_fraction=0.1, clipping_norm=1.0, channel='none', snr_db=10.0)
+
+
+def _digits_run(directory, algorithm, seed, corruption, fraction, accuracy, **settings):
+  flags = {**_DIGITS, 'algorithm': algorithm, 'seed': seed, 'corruption': corruption, 'corruption_fraction': fraction,
+           **settings}
+  extras = {'ipm_epsilon': flags['ipm_epsilon']} if corruption == 'ipm' else {}
+  _write_run(directory, flags, algorithm=algorithm, task='digits', seed=seed, corruption=corruption,
+             corruption_fraction=fraction, clients_per_round=flags['clients_per_round'], rounds=30,
+             secure_average_calls=30, **extras, **{'eval/accuracy': accuracy})
+
+
+def test_runs_that_differ_in_an_attack_setting_get_tables_of_their_own(tmp_path):
+  # The issue's case: IPM at epsilon 1 and 2, seed 0, were averaged into one 'fedavg 52.36 ± 13.47' cell.
+  _digits_run(tmp_path / 'clean', 'fedavg', 0, 'none', 0.0, 0.9)
+  _digits_run(tmp_path / 'ipm1', 'fedavg', 0, 'ipm', 0.25, 0.6583, ipm_epsilon=1.0)
+  _digits_run(tmp_path / 'ipm2', 'fedavg', 0, 'ipm', 0.25, 0.3889, ipm_epsilon=2.0)
+  table = paper_tables.rfa_tables(paper_tables.load_records([str(tmp_path)]), paper_tables.load_published())
+  one, two = table.split('## digits: ipm corruption, ipm_epsilon=2')
+  assert '## digits: ipm corruption, ipm_epsilon=1' in one
+  assert _row(one, ('fedavg', 'ours (digits)'))[2:] == ['90.00 ± 0.00', '65.83 ± 0.00']
+  assert _row(two, ('fedavg', 'ours (digits)'))[2:] == ['90.00 ± 0.00', '38.89 ± 0.00']  # the clean run in both
+
+
+def test_runs_that_differ_in_a_common_setting_get_tables_and_figure_panels_of_their_own(tmp_path):
+  # The issue's case: Shakespeare at 10 and at 50 roles a round, different evaluation sizes, shared one cell.
+  for seed in (0, 1):
+    _digits_run(tmp_path / f'small_{seed}', 'rfa', seed, 'none', 0.0, 0.5 + 0.01 * seed, clients_per_round=10)
+    _digits_run(tmp_path / f'large_{seed}', 'rfa', seed, 'none', 0.0, 0.7 + 0.01 * seed, clients_per_round=50,
+                client_learning_rate=0.5)
+  records = paper_tables.load_records([str(tmp_path)])
+  table = paper_tables.rfa_tables(records, paper_tables.load_published())
+  small, large = table.split('## digits: no corruption, client_learning_rate=0.5, clients_per_round=50')
+  assert '## digits: no corruption, client_learning_rate=0.1, clients_per_round=10' in small
+  assert _row(small, ('rfa', 'ours (digits)'))[2:] == ['50.50 ± 0.50']
+  assert _row(large, ('rfa', 'ours (digits)'))[2:] == ['70.50 ± 0.50']
+  assert [panel.title for panel in paper_tables.rfa_panels(records)] == [
+      'digits: no corruption, client_learning_rate=0.1, clients_per_round=10',
+      'digits: no corruption, client_learning_rate=0.5, clients_per_round=50']
+  paper_tables.plot_rfa(records, paper_tables.load_published(), str(tmp_path / 'rfa.png'))
+
+
+def test_an_algorithms_own_setting_makes_a_row_and_settings_a_run_does_not_use_are_not_compared(tmp_path):
+  for seed in (0, 1):
+    _digits_run(tmp_path / f'tm10_{seed}', 'trimmed_mean', seed, 'data', 0.25, 0.8, trim_fraction=0.1)
+    _digits_run(tmp_path / f'tm25_{seed}', 'trimmed_mean', seed, 'data', 0.25, 0.85, trim_fraction=0.25)
+    _digits_run(tmp_path / f'rfa_{seed}', 'rfa', seed, 'data', 0.25, 0.9, trim_fraction=0.3, clipping_norm=5.0)
+  records = paper_tables.load_records([str(tmp_path)])
+  assert ('trim_fraction', 0.3) not in records[0].settings and ('snr_db', 10.0) not in records[0].settings
+  table = paper_tables.rfa_tables(records, paper_tables.load_published())
+  assert table.count('## digits') == 1  # rfa's unused trim_fraction and clipping_norm split nothing
+  assert _row(table, ('trimmed_mean (trim_fraction=0.1)', 'ours (digits)'))[2:] == ['80.00 ± 0.00']
+  assert _row(table, ('trimmed_mean (trim_fraction=0.25)', 'ours (digits)'))[2:] == ['85.00 ± 0.00']
+  assert _row(table, ('rfa', 'ours (digits)'))[2:] == ['90.00 ± 0.00']
+  assert 'Ours: 2 seeds (0, 1); ρ = ' in table
+
+
+def test_two_runs_of_one_cell_with_the_same_seed_are_refused_naming_both(tmp_path):
+  _digits_run(tmp_path / 'a', 'rfa', 0, 'none', 0.0, 0.9)
+  _digits_run(tmp_path / 'b', 'rfa', 0, 'none', 0.0, 0.8)
+  records = paper_tables.load_records([str(tmp_path)])
+  with pytest.raises(ValueError, match=f'digits, none, rfa at ρ=0: {tmp_path / "a"} and {tmp_path / "b"} are both '
+                                       'seed 0 with the same recorded settings'):
+    paper_tables.rfa_tables(records, paper_tables.load_published())
+
+
+def test_a_setting_not_every_run_records_is_not_compared(tmp_path):
+  _digits_run(tmp_path / 'new', 'rfa', 0, 'none', 0.0, 0.9)
+  _write_summary(tmp_path / 'old', algorithm='rfa', task='digits', seed=1, corruption='none', corruption_fraction=0.0,
+                 clients_per_round=10, rounds=30, secure_average_calls=90, **{'eval/accuracy': 0.8})
+  table = paper_tables.rfa_tables(paper_tables.load_records([str(tmp_path)]), paper_tables.load_published())
+  assert table.count('## digits') == 1 and _row(table, ('rfa', 'ours (digits)'))[2:] == ['85.00 ± 5.00']
+
+
+def test_dfl_rows_split_by_common_settings_and_a_cell_of_differing_runs_is_refused(tmp_path):
+  base = dict(task='emnist_linear_dfl', corruption='none', corruption_fraction=0.0, rounds=10,
+              secure_average_calls=10)
+  for seed in (0, 1):
+    for rate in (0.1, 1.0):
+      _write_run(tmp_path / f'd{seed}_{rate}', dict(client_learning_rate=rate, quantile_method='exact'),
+                 algorithm='delta_fl', seed=seed, conformity_level=0.5, **base,
+                 **{'eval/error_p90': 0.2 + rate / 10, 'eval/error_mean': 0.1})
+  records = paper_tables.load_records([str(tmp_path)])
+  table2 = paper_tables.dfl_tables(records, paper_tables.load_published()).split('## Table 3')[0]
+  assert _row(table2, ('EMNIST', 'Linear', 'ours (emnist_linear_dfl, client_learning_rate=0.1, 2 seeds (0, 1))'))[5] \
+      == '21.00 ± 0.00'
+  assert _row(table2, ('EMNIST', 'Linear', 'ours (emnist_linear_dfl, client_learning_rate=1, 2 seeds (0, 1))'))[5] \
+      == '30.00 ± 0.00'
+  _write_run(tmp_path / 'secure', dict(client_learning_rate=0.1, quantile_method='secure'),
+             algorithm='delta_fl', seed=2, conformity_level=0.5, **base,
+             **{'eval/error_p90': 0.3, 'eval/error_mean': 0.1})
+  with pytest.raises(ValueError, match='delta_fl θ=0.5: runs differ in quantile_method=exact; quantile_method=secure'):
+    paper_tables.dfl_tables(paper_tables.load_records([str(tmp_path)]), paper_tables.load_published())

@@ -49,3 +49,29 @@ def test_a_run_resumes_only_under_the_settings_it_was_started_with(tmp_path):
   with open(tmp_path / 'run' / 'run_settings.json') as f:
     settings = json.load(f)
   assert settings['corruption'] == 'data' and 'total_rounds' not in settings and 'overwrite' not in settings
+
+
+@pytest.mark.slow
+def test_a_damaged_metrics_file_is_repaired_after_the_checkpoint_and_refused_before_it(tmp_path):
+  first = train_runs.train(tmp_path, *_FLAGS, '--algorithm=fedavg', '--total_rounds=2')
+  assert first.returncode == 0, first.stderr[-3000:]
+  metrics = tmp_path / 'run' / 'metrics.csv'
+  intact = metrics.read_text()
+  metrics.write_text(intact + 'garb\n')  # a garbage last line (the issue's: the old code raised in int())
+
+  resumed = train_runs.train(tmp_path, *_FLAGS, '--algorithm=fedavg', '--total_rounds=3')
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert 'Traceback' not in resumed.stderr
+  (note,) = [line for line in resumed.stderr.splitlines() if 'metrics.csv' in line]
+  assert 'dropped 1 damaged line(s) (line(s) 4' in note and 'rounds 1-2 are intact' in note
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['rounds'] == 3 and [row['round'] for row in rows] == ['1', '2', '3']
+
+  lines = metrics.read_text().splitlines()
+  metrics.write_text('\n'.join([lines[0], lines[1][:len(lines[1]) // 2], *lines[2:]]) + '\n')  # round 1's row torn
+  refused = train_runs.train(tmp_path, *_FLAGS, '--algorithm=fedavg', '--total_rounds=4', timeout=300)
+  assert refused.returncode == 2, refused.stderr[-3000:]
+  assert 'Traceback' not in refused.stderr
+  (line,) = [line for line in refused.stderr.splitlines() if 'metrics.csv' in line]  # (and the GPU line)
+  assert line.startswith('error: ') and 'metrics.csv is damaged' in line and 'round(s) 1' in line, line
+  assert '--overwrite' in line

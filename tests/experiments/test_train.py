@@ -61,6 +61,17 @@ def test_the_runner_says_once_that_clients_run_on_the_cpu_cores_of_a_worker_with
   assert 'CUDA' not in cpu_only.stderr and 'GPU' not in cpu_only.stderr
 
 
+def test_evaluating_every_round_retraces_nothing(tmp_path):
+  # Each evaluation built a new model and traced its forward-pass loop again: from the 5th on TensorFlow warned
+  # "... calls to <function _Scorer.__init__.<locals>.sums_per_device ...> triggered tf.function retracing".
+  result = train_runs.train(tmp_path, '--task=digits', '--algorithm=fedavg', '--total_rounds=7', '--rounds_per_eval=1',
+                            '--clients_per_round=3')
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'retracing' not in result.stderr, result.stderr[-3000:]
+  _, rows = train_runs.outputs(tmp_path)
+  assert all(row['eval/accuracy'] and row['eval/error_p90'] for row in rows)  # 7 evaluations, devices included
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('algorithm', ['coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping'])
 def test_robust_baselines_train_on_digits(tmp_path, algorithm):
@@ -72,14 +83,17 @@ def test_robust_baselines_train_on_digits(tmp_path, algorithm):
     assert all(r['aggregator/insufficient_clients'] == '0' for r in rows)
 
 
-@pytest.mark.parametrize('algorithm, calls', [
-    ('bucketing_rfa', 2 * (1 + 3)), ('centered_clipping', 2 * 2), ('filtered_centered_clipping', 2 * (2 + 2)),
+_CENTERED_CLIPPING_FLAGS = ('--centered_clipping_radius=0.5', '--centered_clipping_iterations=2')
+
+
+@pytest.mark.parametrize('algorithm, flags, calls', [
+    ('bucketing_rfa', ('--bucket_size=3',), 2 * (1 + 3)),
+    ('centered_clipping', _CENTERED_CLIPPING_FLAGS, 2 * 2),
+    ('filtered_centered_clipping', (*_CENTERED_CLIPPING_FLAGS, '--norm_filter_multiplier=1.5'), 2 * (2 + 2)),
 ])
-def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, calls):
+def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, flags, calls):
   result = train_runs.train(
-      tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=2', '--rounds_per_eval=2',
-      '--bucket_size=3', '--centered_clipping_radius=0.5', '--centered_clipping_iterations=2',
-    *(['--norm_filter_multiplier=1.5'] if algorithm == 'filtered_centered_clipping' else []),
+      tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=2', '--rounds_per_eval=2', *flags
   )
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
@@ -243,7 +257,8 @@ def _refusal(flag_values, argv) -> str:
         ('--algorithm=fedprox --corruption=omniscient', 'fedprox does not support update corruption'),
         ('--algorithm=personalized_rfa --personal_learning_rate=-1', 'personal_learning_rate'),
         ('--algorithm=personalized_rfa --personal_learning_rate=inf', '--personal_learning_rate=inf: must be finite'),
-        ('--algorithm=fedavg --personal_learning_rate=0.01', 'personal_learning_rate applies to personalized_rfa'),
+        ('--algorithm=fedavg --personal_learning_rate=0.01',
+         '--personal_learning_rate applies to --algorithm=personalized_rfa, not --algorithm=fedavg'),
         ('--minibatch_fraction=0', 'minibatch_fraction'),
         ('--minibatch_fraction=1.5', 'minibatch_fraction'),
         ('--algorithm=fedavg --minibatch_fraction=0.1', '--minibatch_fraction applies to --algorithm=fedsgd'),
@@ -251,10 +266,39 @@ def _refusal(flag_values, argv) -> str:
          'needs --client_epochs_per_round=1'),
         ('--straggler_fraction=1.5', 'straggler_fraction'),
         ('--algorithm=signsgd --straggler_fraction=0.9 --client_epochs_per_round=2',
-         'straggler_fraction applies to algorithms that train local epochs'),
+         r'--straggler_fraction applies to every --algorithm but fedsgd\|mtfeel\|signsgd, not --algorithm=signsgd'),
         ('--max_client_examples=0', 'max_client_examples'),
         ('--max_client_examples=-5', 'max_client_examples'),
-        ('--algorithm=fedsgd --max_client_examples=10', 'max_client_examples applies to algorithms that train local'),
+        ('--algorithm=fedsgd --max_client_examples=10', '--max_client_examples applies to every --algorithm but'),
+        # Flags of one algorithm, attack or channel, set for a run without it (experiments/flag_users.py).
+        ('--algorithm=rfa --norm_filter_multiplier=3',
+         ': --norm_filter_multiplier applies to --algorithm=filtered_centered_clipping, not --algorithm=rfa$'),
+        ('--algorithm=rfa --centered_clipping_radius=0.5',
+         r': --centered_clipping_radius applies to --algorithm=centered_clipping\|filtered_centered_clipping, not '
+         '--algorithm=rfa$'),
+        ('--corruption_fraction=0.2',
+         ': --corruption_fraction applies to every --corruption but none, not --corruption=none$'),
+        ('--algorithm=rfa_one_step --rfa_num_passes=5',
+         r'--rfa_num_passes applies to --algorithm=rfa\|bucketing_rfa'),
+        ('--algorithm=fedavg --trim_fraction=0.2', 'trim_fraction applies to --algorithm=trimmed_mean'),
+        ('--algorithm=bulyan --num_selected=3',
+         'num_selected applies to --algorithm=multi_krum, not --algorithm=bulyan'),
+        ('--algorithm=multi_krum --clipping_norm=2', 'clipping_norm applies to --algorithm=norm_clipping'),
+        ('--algorithm=rfa --bucket_size=3', 'bucket_size applies to --algorithm=bucketing_rfa'),
+        ('--algorithm=rfa --centered_clipping_iterations=5', 'centered_clipping_iterations applies to'),
+        ('--algorithm=rfa --conformity_level=0.8', 'conformity_level applies to --algorithm=delta_fl'),
+        ('--algorithm=delta_fl --quantile_passes=5',
+         r'quantile_passes applies to --quantile_method=secure\|secure_mm, not --quantile_method=exact'),
+        ('--algorithm=rfa --fedplus_sigma=2', 'fedplus_sigma applies to --algorithm=fedplus_avg'),
+        ('--algorithm=fedplus_avg --fedplus_solver=fixed_point',
+         'fedplus_solver applies to --algorithm=fedplus_geomed'),
+        ('--algorithm=fedavg --fedprox_mu=0.1', 'fedprox_mu applies to --algorithm=fedprox, not --algorithm=fedavg'),
+        ('--algorithm=rfa --channel=bsc', r'channel applies to --algorithm=mtfeel\|signsgd, not --algorithm=rfa'),
+        ('--algorithm=mtfeel --channel=bsc --snr_db=0',
+         r'snr_db applies to --channel=rayleigh\|outage, not --channel=bsc'),
+        ('--algorithm=mtfeel --channel=rayleigh --flip_probability=0.1', 'flip_probability applies to --channel=bsc'),
+        ('--algorithm=signsgd --dde_steps=3', 'dde_steps applies to --algorithm=mtfeel, not --algorithm=signsgd'),
+        ('--algorithm=fedsgd --client_lr_decay=0.5', 'client_lr_decay applies to --algorithm=fedavg'),
         ('--max_client_examples=10 --straggler_fraction=0.5', 'max_client_examples and --straggler_fraction cannot'),
         ('--l2_regularization=-1', 'l2_regularization'),
         ('--num_devices=0', 'num_devices'),

@@ -1,5 +1,7 @@
 """`run_settings`: a directory's recorded settings admit the same settings only; it imports no TensorFlow."""
 
+import json
+import math
 import os
 import subprocess
 import sys
@@ -50,3 +52,33 @@ def test_the_module_imports_no_tensorflow():
   code = 'import sys; from tff_robust.simulation import run_settings; print("tensorflow" in sys.modules)'
   result = subprocess.run([sys.executable, '-c', code], cwd=_REPO, capture_output=True, text=True, timeout=120)
   assert result.stdout.strip() == 'False', result.stderr[-2000:]
+
+
+def _strict_json(text: str):
+  """`text` parsed as RFC 8259 JSON: NaN, Infinity and -Infinity are refused."""
+  def refuse(constant):
+    raise ValueError(f'not JSON: {constant}')
+  return json.loads(text, parse_constant=refuse)
+
+
+def test_non_finite_settings_are_written_as_strict_json_and_read_back(tmp_path):
+  settings = {**_SETTINGS, 'client_learning_rate': math.nan, 'snr_db': -math.inf, 'ipm_epsilon': math.inf,
+              'grid': (1.0, math.nan)}
+  run_settings.record(str(tmp_path / 'run'), settings)
+  written = _strict_json((tmp_path / 'run' / run_settings.FILENAME).read_text())
+  assert written['client_learning_rate'] == {'float': 'nan'} and written['snr_db'] == {'float': '-inf'}
+  read = run_settings.read(str(tmp_path / 'run'))
+  assert set(read) == set(settings) and math.isnan(read['client_learning_rate']) and math.isnan(read['grid'][1])
+  assert (read['snr_db'], read['ipm_epsilon'], read['grid'][0]) == (-math.inf, math.inf, 1.0)
+  assert (read['algorithm'], read['clients_per_round'], read['tff_worker']) == ('rfa', None, ['a', 'b'])
+  run_settings.check_same_run(str(tmp_path / 'run'), settings)  # NaN is the same setting as NaN
+  with pytest.raises(run_settings.SettingsMismatch, match=r'--client_learning_rate was nan, now 0.1\)$'):
+    run_settings.check_same_run(str(tmp_path / 'run'), {**settings, 'client_learning_rate': 0.1})
+  assert run_settings.read(str(tmp_path / 'no_run')) is None
+
+
+def test_a_record_with_a_bare_nan_from_before_the_encoding_still_compares_equal(tmp_path):
+  (tmp_path / 'run').mkdir()
+  (tmp_path / 'run' / run_settings.FILENAME).write_text('{"algorithm": "rfa", "client_learning_rate": NaN}')
+  run_settings.check_same_run(str(tmp_path / 'run'), {'algorithm': 'rfa', 'client_learning_rate': math.nan})
+  assert math.isnan(run_settings.read(str(tmp_path / 'run'))['client_learning_rate'])

@@ -52,6 +52,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import call_counts
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
 
@@ -75,7 +76,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     - `num_buckets`: buckets with a positive weight.
     - `bucket_sizes`: int32 [K], clients per bucket.
     - `num_nonfinite_clients`: clients whose value or weight was not finite.
-    - `inner`: the measurements of `inner_factory`'s process.
+    - `inner`: the measurements of `inner_factory`'s process (absent when empty, as TFF's `MeanFactory`'s are).
 
   State: <the inner process's state, the round counter>.
   """
@@ -197,13 +198,12 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       means, num_nonempty = tff.federated_map(bucket_means, sums.result)
       own = tff.federated_map(own_bucket_mean, (tff.federated_broadcast(means), bucket, weight))
       inner = inner_process.next(state[0], own[0], own[1])
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=call_counts.total_calls((inner.measurements, inner_process), extra=1),
           num_buckets=num_nonempty,
           bucket_sizes=sizes.result,
           num_nonfinite_clients=nonfinite.result,
-          inner=inner.measurements,
-      )
+      ), 'inner', inner.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=tff.federated_zip((inner.state, tff.federated_map(increment, round_num))),
           result=inner.result,

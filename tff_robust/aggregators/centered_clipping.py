@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import prox_ops
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -56,7 +57,7 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     - `secure_average_calls`: inner weighted-mean calls (= `num_iterations`).
     - `clipped_count`: clients whose residual w_i - v was clipped (||w_i - v|| > tau) in the last iteration.
     - `num_nonfinite_clients`: clients whose value or weight was not finite (summed by `count_factory`).
-    - `mean`: measurements of the last inner weighted-mean call.
+    - `mean`: measurements of the last inner weighted-mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Secure aggregation: `mean_factory=secure_mean_factory(clip_radius, max_client_weight)` and
   `count_factory=tff.aggregators.SecureSumFactory(1, 0)`; then every client value reaches the server
@@ -130,12 +131,11 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
         center = tff.federated_map(step, (center, output.result))
       clipped = count_process.next(count_process.initialize(), residual[1])
       center = widening.narrow_or_zeros_if_nonfinite_at_server(center, wide_type)
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=tff.federated_value(self._num_iterations, tff.SERVER),
           clipped_count=clipped.result,
           num_nonfinite_clients=count.result,
-          mean=output.measurements,
-      )
+      ), 'mean', output.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=tff.federated_zip((mean_state, center)),
           result=widening.narrow_or_zeros_if_nonfinite_at_server(center, value_type),

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -54,7 +55,7 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       replaces a non-finite update by zeros with weight 0 first; `build_rfa_process` and
       `tff_robust.processes.build_fed_avg_process` count those clients in `client_work/num_nonfinite_updates`.
       Summed by `count_factory`.
-    - `mean`: measurements of the last inner weighted-mean call.
+    - `mean`: measurements of the last inner weighted-mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Secure aggregation: pass `mean_factory=tff.aggregators.MeanFactory(value_sum_factory=
   tff.aggregators.SecureSumFactory(...), weight_sum_factory=..., no_nan_division=True)` and
@@ -157,12 +158,11 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
         output = mean_process.next(mean_state, value, reweighted[0])
         mean_state, center = output.state, output.result
 
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=tff.federated_value(self._num_passes, tff.SERVER),
           objective=_stack_at_server(objectives, weight_dtype),
           num_nonfinite_clients=count.result,
-          mean=output.measurements,
-      )
+      ), 'mean', output.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=mean_state,
           result=widening.narrow_or_zeros_if_nonfinite_at_server(center, value_type),

@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
 from tff_robust.core import histogram_quantile
@@ -39,7 +40,7 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
     - `tolerance`: 0, as `quantile.SecureQuantileFactory`'s: the filter `x >= result - tolerance` keeps q.
     - `bin_width`: width of the last bin (q in [result, result + bin_width)); 0 with no positive weight.
     - `num_nonfinite_clients`: clients whose value or weight was not finite (they get weight 0).
-    - `mean`: measurements of the last inner mean call.
+    - `mean`: measurements of the last inner mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Types: a floating scalar value of any width and a floating or integer scalar weight. The search runs in
   float32 (float64 with a float64 value or weight), `mean_factory` is created for a vector of that dtype,
@@ -135,13 +136,12 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
         state = output.state
         t_range, bin_edges, positive = tff.federated_map(search_step, (output.result, t_range))
       result, bin_width = tff.federated_map(finish, (bin_edges, positive))
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=tff.federated_value(num_passes, tff.SERVER),
           tolerance=tff.federated_value(np.zeros([], dtype), tff.SERVER),
           bin_width=bin_width,
           num_nonfinite_clients=count_process.next(count_process.initialize(), nonfinite).result,
-          mean=output.measurements,
-      )
+      ), 'mean', output.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=state, result=result, measurements=tff.federated_zip(measurements)
       )

@@ -21,6 +21,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import call_counts
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import gathering
 from tff_robust.aggregators import robust_rules
 from tff_robust.aggregators import type_checks
@@ -125,11 +126,10 @@ class NearestNeighborMixingFactory(tff.aggregators.WeightedAggregationFactory):
       usable_rows, num_mixed = tff.federated_map(usable, rows.gather(value, weight))
       mixed_value, mixed_weight = tff.federated_map(mixed, (value, weight, tff.federated_broadcast(usable_rows)))
       inner = inner_process.next(state, mixed_value, mixed_weight)
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=call_counts.total_calls((inner.measurements, inner_process)),
           num_clients_mixed=num_mixed,
-          inner=inner.measurements,
-      )
+      ), 'inner', inner.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=inner.state, result=inner.result, measurements=tff.federated_zip(measurements)
       )

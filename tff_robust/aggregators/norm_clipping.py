@@ -19,6 +19,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import call_counts
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -42,7 +43,7 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
     - `secure_average_calls`: those of `mean_factory`'s process (1 if it reports none: a mean).
     - `clipped_count`: clients whose update had norm above `clipping_norm`.
     - `num_nonfinite_clients`: clients whose value or weight was not finite.
-    - `mean`: measurements of the inner weighted-mean call.
+    - `mean`: measurements of the inner weighted-mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Secure aggregation: a `mean_factory` of secure sums (every clipped entry lies in [-C, C]) and
   `count_factory=tff.aggregators.SecureSumFactory(1, 0)`.
@@ -94,12 +95,11 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
       value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
       clipped, was_clipped = tff.federated_map(clip, value)
       output = mean_process.next(state, clipped, weight)
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=call_counts.total_calls((output.measurements, mean_process)),
           clipped_count=count_process.next(count_process.initialize(), was_clipped).result,
           num_nonfinite_clients=count_process.next(count_process.initialize(), nonfinite).result,
-          mean=output.measurements,
-      )
+      ), 'mean', output.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=output.state,
           result=widening.narrow_or_zeros_if_nonfinite_at_server(output.result, value_type),

@@ -32,6 +32,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import call_counts
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import histogram_quantile
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -48,7 +49,7 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
     - `secure_average_calls`: the quantile's calls plus the inner process's (1 if it reports none).
     - `threshold`: k r_q, the largest norm kept.
     - `num_dropped_clients`: clients whose weight was set to 0 (summed by `count_factory`).
-    - `inner`: the measurements of `inner_factory`'s process.
+    - `inner`: the measurements of `inner_factory`'s process (absent when empty, as TFF's `MeanFactory`'s are).
 
   State: <the quantile process's state, the inner process's state>.
   """
@@ -128,14 +129,13 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
       kept = tff.federated_map(filtered, (value, weight, norms, tff.federated_broadcast(threshold)))
       dropped = count_process.next(count_process.initialize(), kept[2])
       inner = inner_process.next(state[1], kept[0], kept[1])
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=call_counts.total_calls(
               (quantile.measurements, quantile_process), (inner.measurements, inner_process)
           ),
           threshold=threshold,
           num_dropped_clients=dropped.result,
-          inner=inner.measurements,
-      )
+      ), 'inner', inner.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=tff.federated_zip((quantile.state, inner.state)),
           result=inner.result,

@@ -22,6 +22,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import gathering
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import robust_rules
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -63,7 +64,7 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
       keeps the value at the quantile.
     - `num_nonfinite_clients`: clients whose value or weight was not finite (they get weight 0), summed by
       `count_factory`.
-    - `mean`: measurements of the last inner mean call.
+    - `mean`: measurements of the last inner mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Types: a floating scalar value of any width and a floating or integer scalar weight. The MM arithmetic,
   the state's estimate and `tolerance` are float32 (float64 with a float64 value or weight: the weights
@@ -167,12 +168,11 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
         output = mean_process.next(mean_state, tff.federated_map(mm_terms, (value, broadcast)), weight)
         mean_state = output.state
         estimate, distance = tff.federated_map(mm_step, (output.result, estimate, distance))
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=tff.federated_value(num_passes, tff.SERVER),
           tolerance=tff.federated_map(guard, (estimate, distance)),
           num_nonfinite_clients=count_process.next(count_process.initialize(), nonfinite).result,
-          mean=output.measurements,
-      )
+      ), 'mean', output.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=tff.federated_zip(
               collections.OrderedDict(mean=mean_state, estimate=estimate, distance=distance)

@@ -2,7 +2,9 @@
 
 Each rule takes the gathered client points `points` [m, d] (float32) and weights [m] with a dynamic m and
 returns the aggregate [d]; `minimum_points(m)` says how many points the rule needs. The NumPy references
-define the semantics, ties included (stable sorts, lowest index first).
+define the semantics, ties included: Krum selections break exact score ties by centrality, then the point's
+lexicographic order, then its weight (`robust_statistics.krum_order`), so every rule is a function of the cohort
+as a multiset, whatever the order in which TFF delivers the clients.
 """
 
 import tensorflow as tf
@@ -62,63 +64,94 @@ def pairwise_squared_distances(points):
   """D_ij = ||p_i - p_j||^2 in float64, exactly symmetric (D_ij and D_ji equal bit for bit).
 
   The Gram form ||p_i||^2 + ||p_j||^2 - 2 <p_i, p_j> (one matrix product, no [m, m, d] tensor of
-  differences) is taken on the points minus their mean, so a common offset does not cancel away the
-  distances' digits, and symmetrised, (D + D^T) / 2: the two Krum scores of mutual nearest neighbours with
-  one neighbour are then the same number and the lowest index wins the tie, as in the NumPy reference.
+  differences) is taken on the points minus their coordinate-wise lower median, so a common offset does not
+  cancel away the distances' digits, and symmetrised, (D + D^T) / 2: the two Krum scores of mutual nearest
+  neighbours with one neighbour are then the same number, and the tie-break decides, as in the NumPy
+  reference. The median, unlike a mean, is one of the values whatever the clients' order: points on a grid
+  (e.g. integers) keep exact distances, so exact ties between different pairs stay exact.
   """
   points = tf.cast(points, tf.float64)
-  points = points - tf.reduce_mean(points, axis=0)
+  m = tf.shape(points)[0]
+  points = points - tf.sort(points, axis=0)[(m - 1) // 2]
   squared_norms = tf.reduce_sum(tf.square(points), axis=1)
   gram = tf.matmul(points, points, transpose_b=True)
   distances = squared_norms[:, None] + squared_norms[None, :] - 2 * gram
   return tf.maximum((distances + tf.transpose(distances)) / 2, 0.0)
 
 
-def _krum_scores(distances, active, num_byzantine):
-  """Krum scores among the `active` points, over max(1, r - f - 2) neighbours (inactive ones score +inf)."""
+def _krum_scores_and_totals(distances, active, num_byzantine):
+  """([m] Krum scores over max(1, r - f - 2) neighbours, [m] sums of squared distances to every other point),
+  both among the r `active` points and summed in sorted order (equal distances, equal sums); inactive: +inf."""
   m = tf.shape(distances)[0]
   pair_active = tf.logical_and(active[:, None], active[None, :])
   pair_active = tf.logical_and(pair_active, tf.logical_not(tf.eye(m, dtype=tf.bool)))
-  masked = tf.where(pair_active, distances, tf.constant(float('inf'), tf.float64))
+  nearest = tf.sort(tf.where(pair_active, distances, tf.constant(float('inf'), tf.float64)), axis=1)
   neighbours = tf.maximum(tf.reduce_sum(tf.cast(active, tf.int32)) - num_byzantine - 2, 1)
-  nearest = tf.sort(masked, axis=1)
   use = tf.range(m)[None, :] < neighbours
   scores = tf.reduce_sum(tf.where(use, nearest, tf.zeros_like(nearest)), axis=1)
-  return tf.where(active, scores, tf.constant(float('inf'), tf.float64))
+  totals = tf.reduce_sum(tf.sort(tf.where(pair_active, distances, tf.zeros_like(distances)), axis=1), axis=1)
+  inactive = tf.constant(float('inf'), tf.float64)
+  return tf.where(active, scores, inactive), tf.where(active, totals, inactive)
+
+
+def lexicographic_ranks(points):
+  """[m] int32: the number of rows of `points` [m, d] that precede row i in lexicographic order (the first
+  coordinate that differs decides); equal rows share a rank. One [m, d] comparison per row."""
+
+  def rank_of(row):
+    differs = tf.not_equal(points, row)
+    first = tf.argmax(tf.cast(differs, tf.int32), axis=1, output_type=tf.int32)  # first differing coordinate
+    smaller = tf.gather(points, first[:, None], batch_dims=1)[:, 0] < tf.gather(row, first)
+    return tf.reduce_sum(tf.cast(tf.logical_and(tf.reduce_any(differs, axis=1), smaller), tf.int32))
+
+  return tf.map_fn(rank_of, points, fn_output_signature=tf.int32)
+
+
+def _tie_ranks(points, weights):
+  """[m] int32, a permutation of 0..m-1: each row's place in (point lexicographically, weight) order, the last
+  tie-breaks of `robust_statistics.krum_order` (rows equal in both are interchangeable)."""
+  by_weight = tf.argsort(weights, stable=True)
+  order = tf.gather(by_weight, tf.argsort(tf.gather(lexicographic_ranks(points), by_weight), stable=True))
+  return tf.math.invert_permutation(order)
+
+
+def _krum_order(scores, totals, tie_ranks):
+  """The row indices in `robust_statistics.krum_order`: by score, ties by total squared distance, then tie rank."""
+  order = tf.math.invert_permutation(tie_ranks)
+  order = tf.gather(order, tf.argsort(tf.gather(totals, order), stable=True))
+  return tf.gather(order, tf.argsort(tf.gather(scores, order), stable=True))
 
 
 def krum_scores(points, num_byzantine):
   """Every point's Krum score over max(1, m - f - 2) neighbours (`robust_statistics.krum_scores`)."""
   m = tf.shape(points, out_type=tf.int32)[0]
-  return _krum_scores(pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
+  return _krum_scores_and_totals(pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)[0]
 
 
 def multi_krum(points, weights, num_byzantine, num_selected=None):
-  """Weighted mean of the `num_selected` (default m - f) points of lowest Krum score."""
+  """Weighted mean of the `num_selected` (default m - f) points first in Krum order (lowest Krum scores)."""
   m = tf.shape(points, out_type=tf.int32)[0]
-  scores = krum_scores(points, num_byzantine)
+  scores, totals = _krum_scores_and_totals(pairwise_squared_distances(points), tf.ones([m], tf.bool), num_byzantine)
   count = m - num_byzantine if num_selected is None else tf.minimum(num_selected, m)
-  selected = tf.math.top_k(-scores, k=count).indices  # top_k keeps the lower index first among ties
+  selected = _krum_order(scores, totals, _tie_ranks(points, weights))[:count]
   chosen_weights = tf.gather(weights, selected)
   return _weighted_column_mean(tf.gather(points, selected), chosen_weights[:, None])
 
 
 def bulyan(points, weights, num_byzantine):
   """Bulyan: repeated-Krum selection of m - 2f points, then per coordinate the weighted mean of the
-  m - 4f selected values closest to their median (`robust_statistics.bulyan`: each Krum step scores the
-  r remaining points over max(1, r - f - 2) neighbours, ties to the lowest index)."""
+  m - 4f selected values closest to their median (`robust_statistics.bulyan`: each Krum step takes the first
+  of the r remaining points in Krum order, scores over max(1, r - f - 2) neighbours)."""
   m = tf.shape(points, out_type=tf.int32)[0]
   distances = pairwise_squared_distances(points)
   theta = m - 2 * num_byzantine
+  tie_ranks = _tie_ranks(points, weights)
 
   def select_one(step, active, selected):
-    remaining = tf.reduce_sum(tf.cast(active, tf.int32))
-    scores = tf.cond(
-        remaining > 1,
-        lambda: _krum_scores(distances, active, num_byzantine),
-        lambda: tf.where(active, tf.zeros([m], tf.float64), tf.constant(float('inf'), tf.float64)),
-    )
-    best = tf.argmin(scores, output_type=tf.int32)
+    scores, totals = _krum_scores_and_totals(distances, active, num_byzantine)
+    last = tf.logical_and(active, tf.equal(tf.reduce_sum(tf.cast(active, tf.int32)), 1))  # scores 0, not +inf
+    scores = tf.where(last, tf.zeros_like(scores), scores)
+    best = _krum_order(scores, totals, tie_ranks)[0]  # inactive points score +inf, after every active one
     return step + 1, tf.tensor_scatter_nd_update(active, [[best]], [False]), selected.write(step, best)
 
   _, _, selected = tf.while_loop(

@@ -19,6 +19,7 @@ from tff_robust.simulation import checkpoints
 from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import client_state_store
 from tff_robust.simulation import counted_updates
+from tff_robust.simulation import metrics_csv
 from tff_robust.simulation import metrics_utils
 from tff_robust.simulation import schedules
 from tff_robust.simulation.tasks import base
@@ -97,7 +98,9 @@ def run_training(
   With `rounds_per_checkpoint` > 0 the run is checkpointed every that many rounds in
   `<output_dir>/checkpoints` (`checkpoints.RunCheckpointer`: server state, sampler RNG, counters and client
   states), and a run started on an output directory with a checkpoint resumes from the newest readable one,
-  printing `resumed from round k of N`. (Whether the directory's run has the same settings is the caller's to
+  printing `resumed from round k of N`; its `metrics.csv` keeps the rows of rounds 1..k (a damaged line after them,
+  such as a killed run's torn last line, is dropped with a warning; damage to those rows raises
+  `metrics_csv.DamagedMetricsError`). (Whether the directory's run has the same settings is the caller's to
   check: `run_settings`.) A KeyboardInterrupt (Ctrl-C) during the rounds raises `Interrupted`, whose message says
   from which round the same call resumes.
 
@@ -169,6 +172,10 @@ def run_training(
   csv_path = os.path.join(output_dir, 'metrics.csv')
   if restored is None and os.path.exists(csv_path):
     os.remove(csv_path)
+  elif restored is not None:
+    dropped = metrics_csv.keep_checkpointed_rounds(csv_path, restored[0])  # DamagedMetricsError: refuse the resume
+    if dropped:
+      logging.warning('%s', dropped)
   without_update = counted_updates.RoundsWithoutUpdate(
       stop_after_rounds_without_update,
       _rounds_without_counted_update(csv_path, first_round - 1) if restored is not None else (),

@@ -35,6 +35,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import call_counts
+from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import histogram_quantile
 from tff_robust.aggregators import robust_rules
 from tff_robust.aggregators import structure_math
@@ -52,7 +53,7 @@ class AdaptiveRobustClippingFactory(tff.aggregators.WeightedAggregationFactory):
     - `secure_average_calls`: the quantile's calls plus the inner process's (1 if it reports none).
     - `threshold`: the clipping norm (eta, see the module docstring).
     - `num_clipped_clients`: clients whose update norm exceeded it (summed by `count_factory`).
-    - `inner`: the measurements of `inner_factory`'s process.
+    - `inner`: the measurements of `inner_factory`'s process (absent when empty, as TFF's `MeanFactory`'s are).
 
   State: <the quantile process's state, the inner process's state>.
   """
@@ -124,14 +125,13 @@ class AdaptiveRobustClippingFactory(tff.aggregators.WeightedAggregationFactory):
       quantile = quantile_process.next(state[0], norms, counts)
       clipped, was_clipped = tff.federated_map(clip, (value, norms, tff.federated_broadcast(quantile.result)))
       inner = inner_process.next(state[1], clipped, weight)
-      measurements = collections.OrderedDict(
+      measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=call_counts.total_calls(
               (quantile.measurements, quantile_process), (inner.measurements, inner_process)
           ),
           threshold=quantile.result,
           num_clipped_clients=count_process.next(count_process.initialize(), was_clipped).result,
-          inner=inner.measurements,
-      )
+      ), 'inner', inner.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=tff.federated_zip((quantile.state, inner.state)),
           result=inner.result,

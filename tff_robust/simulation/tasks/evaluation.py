@@ -45,13 +45,14 @@ def _progress(dataset: tf.data.Dataset, description: str) -> tqdm.tqdm:
 class _MetricsRunner:
   """Runs a model's forward passes over datasets and finalizes its metrics.
 
-  Keras invalidates eagerly built models whenever a model is built inside a graph, as TFF does when it
-  traces, so every evaluation builds a fresh model; within one evaluation that model is reused, each set of
-  weights assigned to it in turn (one model and one trace however many clients have their own weights).
-  Keras metric finalizers create variables, which tf.function refuses on retracing; a TFF TensorFlow
-  computation (graph mode, traced once) runs them the way TFF's own evaluation does. `metric_names` renames
-  the model's metrics (e.g. 'sparse_categorical_accuracy' -> 'accuracy'); metrics not named there keep
-  their own name.
+  One model serves every evaluation (`scorer`): built on the first and called at once, its forward passes
+  traced once, each set of weights assigned to it in turn. (Keras refuses to call an eagerly built model for
+  the first time after a model was built inside a graph, as TFF does when it traces; a model called before
+  keeps working. A model built per evaluation, as until issue 34, retraced the forward-pass loop each time and
+  TensorFlow warned "triggered tf.function retracing" after 5 evaluations.) Keras metric finalizers create
+  variables, which tf.function refuses on retracing; a TFF TensorFlow computation (graph mode, traced once) runs
+  them the way TFF's own evaluation does. `metric_names` renames the model's metrics (e.g.
+  'sparse_categorical_accuracy' -> 'accuracy'); metrics not named there keep their own name.
   """
 
   def __init__(self, model_fn, metric_names: dict[str, str]):
@@ -59,10 +60,13 @@ class _MetricsRunner:
     self._metric_names = metric_names
     self._finalize = None
     self._finalize_rows = None
+    self._scorer = None
 
-  def new_scorer(self) -> '_Scorer':
-    """A scorer over one new model, its forward passes traced once."""
-    return _Scorer(self, self._model_fn())
+  def scorer(self) -> '_Scorer':
+    """The scorer of this runner's model, built on the first call (the caller calls it at once: see above)."""
+    if self._scorer is None:
+      self._scorer = _Scorer(self, self._model_fn())
+    return self._scorer
 
   def finalize(self, model) -> dict[str, float]:
     """`model`'s finalized metrics, renamed by `metric_names`."""
@@ -198,7 +202,7 @@ class CentralizedEvaluator:
     self._dataset = dataset
 
   def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, float]:
-    scorer = self._runner.new_scorer()
+    scorer = self._runner.scorer()
     scorer.load(model_weights)
     return scorer.metrics_on(self._dataset, 'evaluating')
 
@@ -287,7 +291,7 @@ class DeviceEvaluator:
     self._datasets = {name: indexed_batches(group) for name, group in groups.items()}
 
   def __call__(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, DeviceMetrics]:
-    scorer = self._runner.new_scorer()
+    scorer = self._runner.scorer()
     scorer.load(model_weights)  # once: every device scores the same weights
     results = {}
     for name, dataset in self._datasets.items():
@@ -324,7 +328,7 @@ class PersonalEvaluator:
     return {'personal': _device_metrics(self._client_ids, metrics, weighted=False)}
 
   def __call__(self, weights_of: Callable[[str], tff.learning.models.ModelWeights]) -> dict[str, DeviceMetrics]:
-    scorer, metrics = self._runner.new_scorer(), []
+    scorer, metrics = self._runner.scorer(), []
     for cid, dataset in self._datasets:
       scorer.load(weights_of(cid))
       metrics.append(scorer.metrics_on(dataset))

@@ -31,6 +31,11 @@ def runner_flags():
 
 
 def _choices(runner_flags, selector) -> list[str]:
+  """An enum selector's choices; --corruption's are its data corruptions and the attack names (a spec flag)."""
+  if selector == 'corruption':
+    from experiments import train_flags  # pylint: disable=g-import-not-at-top
+    from tff_robust.core.attacks import catalog  # pylint: disable=g-import-not-at-top
+    return [*train_flags.DATA_CORRUPTIONS, *catalog.ATTACK_NAMES]
   return list(runner_flags[selector].parser.enum_values)
 
 

@@ -202,7 +202,7 @@ def _refusal(flag_values, argv) -> str:
         ('--fedplus_max_iterations=0', 'fedplus_max_iterations'),
         ('--rounds_per_checkpoint=-1', 'rounds_per_checkpoint'),
         ('--channel=wifi', 'channel'),
-        ('--snr_db=inf', '--snr_db=inf: must be finite'),
+        ('--algorithm=mtfeel --channel=rayleigh --snr_db=inf', '--snr_db=inf: must be finite'),
         ('--flip_probability=1.5', 'flip_probability'),
         ('--outage_rate=0', 'outage_rate'),
         ('--on_outage=retry', 'on_outage'),

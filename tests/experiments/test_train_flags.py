@@ -60,7 +60,7 @@ def _assert_one_line_refusal(result, *names):
     (('--algorithm=rfa', '--defence=arc>gm'), ('--defence', '--algorithm=fedavg')),
     (('--corruption=alie(q=1)',), ('--corruption', "attack 'alie'", 'parameters: z')),
     (('--corruption=min_max(direction=up)',), ('--corruption', 'direction must be one of unit_vec, std, sign')),
-    (('--corruption=alie(z=1)', '--alie_z=2'), ('--alie_z applies to --corruption=alie', 'give z in the spec')),
+    (('--corruption=alie(z=1)', '--alie_z=2'), ('--alie_z applies to --corruption=alie', 'not --corruption=alie(z=1)')),
 ])
 def test_a_bad_flag_is_refused_in_one_line_before_tensorflow_is_imported(tmp_path, flags, names):
   result = _run(tmp_path, *flags)

@@ -322,7 +322,7 @@ class PersonalEvaluator:
 
   def one_model(self, model_weights: tff.learning.models.ModelWeights) -> dict[str, DeviceMetrics]:
     """The 'personal' group with `model_weights` for every client."""
-    scorer = self._runner.new_scorer()
+    scorer = self._runner.scorer()
     scorer.load(model_weights)
     metrics = scorer.metrics_per_device(self._indexed_batches, len(self._client_ids), 'evaluating clients')
     return {'personal': _device_metrics(self._client_ids, metrics, weighted=False)}

@@ -27,9 +27,9 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import  (b
 import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 
 from benchmarks import timing  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import evaluation  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import paper_splits  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import shakespeare_papers  # pylint: disable=g-import-not-at-top

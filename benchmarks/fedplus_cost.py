@@ -21,11 +21,11 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import  (before absl.app.run: Keras)
 
 from benchmarks import timing  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.processes import stateful_clients  # pylint: disable=g-import-not-at-top
+from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import client_state_store  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 
 _TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Task of the round-time comparison.')

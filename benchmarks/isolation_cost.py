@@ -25,9 +25,9 @@ import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 
 from benchmarks import process_stats  # pylint: disable=g-import-not-at-top
 from benchmarks import timing  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 
 _TASK = flags.DEFINE_enum('task', 'emnist_cnn', tasks.TASK_NAMES, 'Task (synthetic data where it has some).')

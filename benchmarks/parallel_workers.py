@@ -37,9 +37,9 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import  (b
 import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 
 from benchmarks import process_stats  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 
 _ALGORITHMS = flags.DEFINE_list('algorithms', ['fedavg'], 'Algorithms to time.')

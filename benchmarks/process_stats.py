@@ -2,7 +2,7 @@
 read from Linux's /proc.
 
 Used by `benchmarks.scaling`. The computations run in the TFF `worker_binary` subprocess (see
-`tff_robust.simulation.execution_context`), so its memory and CPU are read from /proc/<worker pid>:
+`tff_robust.runtime.execution_context`), so its memory and CPU are read from /proc/<worker pid>:
   - peak memory: `VmHWM` of /proc/<pid>/status, the resident set's high-water mark; writing "5" to
     /proc/<pid>/clear_refs resets it to the current resident set (Linux >= 4.0), so a peak can be taken over
     any stretch of work. But the worker keeps freed memory resident for reuse, so in a warm worker that peak

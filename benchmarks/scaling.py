@@ -41,8 +41,8 @@ from benchmarks import scaling_cohorts  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_model_size  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_passes  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_report  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 
 SECTIONS = {'algorithms': scaling_algorithms.section, 'cohorts': scaling_cohorts.section,
             'model_size': scaling_model_size.section, 'quantile_passes': quantile_passes.section,

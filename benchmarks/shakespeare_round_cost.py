@@ -40,11 +40,11 @@ import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 
 from benchmarks import process_stats  # pylint: disable=g-import-not-at-top
 from benchmarks import scaling_report  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import client_pipelines  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import paper_models  # pylint: disable=g-import-not-at-top
 

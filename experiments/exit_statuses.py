@@ -4,7 +4,7 @@ A module of its own, with no flags, so that every binary can use them (`experime
 runner's flags, which the sweeps define again under their own meaning).
 """
 
-from tff_robust.simulation import finite_flags
+from tff_robust.command_line import finite_flags
 
 REFUSED = finite_flags.REFUSED  # a flag (NaN, inf, out of range) or the run's directory was refused, one line
 # the global model became non-finite (summary.json has `nonfinite_model_round`), or no client's update counted in

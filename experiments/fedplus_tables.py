@@ -29,9 +29,9 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import
 import tqdm  # pylint: disable=g-import-not-at-top
 
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import digits_fedplus  # pylint: disable=g-import-not-at-top

@@ -30,7 +30,7 @@ from absl import flags
 from experiments import convergence_curves
 from experiments import device_histograms
 from experiments import paper_tables
-from tff_robust.simulation import finite_flags
+from tff_robust.command_line import finite_flags
 
 _INPUTS = flags.DEFINE_list('inputs', [], 'Run directories, summary.json or [TASK=]results.csv files.')
 _CSV_TASK = flags.DEFINE_string('csv_task', 'digits', 'Task of a results.csv given without TASK=.')

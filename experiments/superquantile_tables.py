@@ -27,10 +27,10 @@ import tqdm  # pylint: disable=g-import-not-at-top
 
 from experiments import device_histograms  # pylint: disable=g-import-not-at-top
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.processes import delta_fl  # pylint: disable=g-import-not-at-top
+from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
 

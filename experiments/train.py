@@ -20,7 +20,7 @@ Where clients run: in a TFF worker_binary, by default a local one this run start
 without CUDA, so clients run on the CPU's cores (`--gpus=auto` says so in one line, `--gpus=0` is refused);
 `--worker_binary=PATH` (or $TFF_ROBUST_WORKER_BINARY) starts a worker built from TFF's source with CUDA instead.
 `--gpus`, `--max_concurrent_computation_calls` and `--worker_binary` configure the local worker. Remote: start
-`python -m tff_robust.simulation.worker_service --port=8000` on the host that should compute, then pass
+`python -m tff_robust.runtime.worker_service --port=8000` on the host that should compute, then pass
 `--tff_worker_address=HOST:8000` (several comma-separated addresses shard each cohort over the workers).
 """
 
@@ -37,7 +37,7 @@ from absl import logging  # pylint: disable=g-import-not-at-top
 
 from experiments import exit_statuses  # pylint: disable=g-import-not-at-top
 from experiments import train_flags  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 
 flags.adopt_module_key_flags(train_flags)  # --help lists them
 

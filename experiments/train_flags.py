@@ -2,7 +2,7 @@
 
 `experiments.train` parses and checks these flags, and the run's directory, before it imports TensorFlow, so
 a typo or a bad value is refused in about a second with one line naming the flag; NaN and +-inf are refused in
-every float flag (`tff_robust.simulation.finite_flags`, which the runner parses with); so are GPUs asked of a
+every float flag (`tff_robust.command_line.finite_flags`, which the runner parses with); so are GPUs asked of a
 worker binary built without CUDA (`check_local_worker`). The checks that need the
 task's data or TensorFlow (a cohort larger than the task, an algorithm's constraints on the cohort, the GPUs
 TensorFlow sees) are `experiments.train_program`'s.
@@ -23,11 +23,11 @@ from absl import flags
 from experiments import flag_users
 from tff_robust.aggregators.defences import registry as defence_registry
 from tff_robust.core.attacks import catalog
+from tff_robust.runtime import gpu_placement
+from tff_robust.runtime import worker_binaries
 from tff_robust.simulation import algorithm_names
-from tff_robust.simulation import gpu_placement
 from tff_robust.simulation import run_settings
 from tff_robust.simulation import task_names
-from tff_robust.simulation import worker_binaries
 
 # The library's constants (see the module docstring): `delta_fl`, `fedplus`, `delta_median`, `channels`,
 # `mtfeel`, `dde` and `simulation.corruption` (whose attack names are `core.attacks.catalog`'s, no TensorFlow).
@@ -325,7 +325,7 @@ IPM_EPSILON = flags.DEFINE_float(
 PROGRESS_BAR = flags.DEFINE_bool('progress_bar', True, 'Show a tqdm progress bar.')
 TFF_WORKER_ADDRESS = flags.DEFINE_list(
     'tff_worker_address', [],
-    'host:port of TFF executor services (python -m tff_robust.simulation.worker_service) to run on; several '
+    'host:port of TFF executor services (python -m tff_robust.runtime.worker_service) to run on; several '
     'split each cohort over them, every aggregation pass on all at once (every algorithm). Empty: a local worker.',
 )
 GPUS = flags.DEFINE_string(

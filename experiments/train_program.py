@@ -14,12 +14,12 @@ import tensorflow as tf
 from experiments import exit_statuses
 from experiments import train_flags
 from tff_robust.aggregators import defences
+from tff_robust.runtime import composing_context
+from tff_robust.runtime import execution_context
+from tff_robust.runtime import gpu_placement
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import client_pipelines
-from tff_robust.simulation import composing_context
 from tff_robust.simulation import corruption
-from tff_robust.simulation import execution_context
-from tff_robust.simulation import gpu_placement
 from tff_robust.simulation import metrics_csv
 from tff_robust.simulation import run_settings
 from tff_robust.simulation import schedules

@@ -11,8 +11,8 @@ import sys
 from typing import Callable
 
 from experiments import exit_statuses
-from tff_robust.simulation import composing_context
-from tff_robust.simulation import execution_context
+from tff_robust.runtime import composing_context
+from tff_robust.runtime import execution_context
 
 
 def reports_worker_exit(resume_hint: str) -> Callable[[Callable], Callable]:

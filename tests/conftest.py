@@ -6,7 +6,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 import pytest  # pylint: disable=g-import-not-at-top
 
-from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 
 # The pytest-xdist controller (and `--collect-only`) imports this file but runs no test: without this, the worker
 # manager of TFF's import-time context prints an ignored `AttributeError ... 'Popen'` when it exits.

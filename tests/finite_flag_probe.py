@@ -14,7 +14,7 @@ import sys
 
 from absl import flags
 
-from tff_robust.simulation import finite_flags
+from tff_robust.command_line import finite_flags
 
 VALUES = ('nan', 'inf', '-inf')
 

@@ -48,7 +48,7 @@ import time
 from typing import Optional
 
 from tests.simulation import proc_files
-from tff_robust.simulation import worker_launcher
+from tff_robust.runtime import worker_launcher
 
 ENVIRONMENT_VARIABLE = 'TFF_ROBUST_TEST_FORK_SERVER'
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -197,7 +197,7 @@ def _preload() -> None:
       importlib.import_module(name)
     except ModuleNotFoundError:  # `from package import function`: the package is imported
       pass
-  from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+  from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
   execution_context.discard_tff_default_context()
   # The garbage collector of a child would touch, and so copy, every page the imports filled: a child's interpreter
   # exit took 3.5 s instead of 0.8 s (a fresh interpreter's takes ~4 s after these imports).

@@ -19,14 +19,14 @@ from absl import flags
 import pytest
 
 from tests import fork_server
-from tff_robust.simulation import finite_flags
+from tff_robust.command_line import finite_flags
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
 # The binaries issue 34 names; `_binaries` must find at least these.
 _KNOWN_BINARIES = (
     'experiments.train', 'experiments.robustness_sweep', 'experiments.superquantile_tables',
     'experiments.fedplus_tables', 'experiments.mtfeel_sweep', 'experiments.paper_report', 'benchmarks.scaling',
-    'benchmarks.rfa_cost', 'benchmarks.delta_fl_cost', 'tff_robust.simulation.worker_service',
+    'benchmarks.rfa_cost', 'benchmarks.delta_fl_cost', 'tff_robust.runtime.worker_service',
 )
 
 

@@ -55,7 +55,7 @@ def test_documents_name_the_modules_users_reach_for():
 def test_every_documented_name_is_reachable_from_the_package_import():
   names = _documented_names() + [
       'tff_robust.aggregators.privacy',
-      'tff_robust.simulation.execution_context',
+      'tff_robust.runtime.execution_context',
       'tff_robust.simulation.client_state_store',
   ]
   resolved = _resolve_names(names)

@@ -31,7 +31,7 @@ _RUN_BY = {
     'experiments.fedplus_tables': 'tests/experiments/test_fedplus_tables.py',
     'experiments.mtfeel_sweep': 'tests/experiments/test_mtfeel_sweep.py',
     'experiments.paper_report': 'tests/experiments/test_convergence_curves.py',
-    'tff_robust.simulation.worker_service': 'tests/experiments/test_remote_workers.py',
+    'tff_robust.runtime.worker_service': 'tests/experiments/test_remote_workers.py',
     'benchmarks.scaling': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.rfa_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.delta_fl_cost': 'tests/benchmarks/test_readme_benchmarks.py',

@@ -17,7 +17,7 @@ def discard_tff_default_context() -> None:
   if 'tensorflow_federated' not in sys.modules:
     return
   try:
-    from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+    from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
   except ImportError:  # TFF's own import failed part way: there is no context to discard
     return
   execution_context.discard_tff_default_context()

@@ -46,6 +46,6 @@ def test_the_readme_benchmark_runs_shrunk(module, tmp_path):
   result = subprocess.run([sys.executable, '-m', module, *argv, *shrink], cwd=test_readme_examples.REPO,
                           capture_output=True, text=True, timeout=900)
   if module == 'benchmarks.isolation_cost' and 'NetworkIsolationError' in result.stderr:
-    pytest.skip('network isolation unavailable here (as in tests/simulation/test_network_isolation.py)')
+    pytest.skip('network isolation unavailable here (as in tests/runtime/test_network_isolation.py)')
   assert result.returncode == 0, result.stderr[-3000:]
   assert expected.format(tmp_path=tmp_path) in result.stdout

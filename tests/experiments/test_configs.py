@@ -120,7 +120,7 @@ def _first_config_with_the_same_smoke_run(config: str) -> str:
 def test_flagfile_runs_two_rounds_offline(config, flag_values, tmp_path, monkeypatch, request):
   import json  # pylint: disable=g-import-not-at-top
   from experiments import train  # pylint: disable=g-import-not-at-top
-  from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+  from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
   from tff_robust.simulation.tasks import sent140  # pylint: disable=g-import-not-at-top
 
   values = dict(line.removeprefix('--').split('=', 1) for line in _flag_lines(config))

@@ -1,4 +1,4 @@
-"""`experiments.train` on TFF executor services started with `tff_robust.simulation.worker_service`."""
+"""`experiments.train` on TFF executor services started with `tff_robust.runtime.worker_service`."""
 
 import os
 import re
@@ -38,7 +38,7 @@ def loopback_workers(tmp_path):
       port = portpicker.pick_unused_port()
       with open(tmp_path / f'worker_service_{port}.log', 'w') as log:
         process = subprocess.Popen(
-            [sys.executable, '-m', 'tff_robust.simulation.worker_service', f'--port={port}', '--gpus=none'],
+            [sys.executable, '-m', 'tff_robust.runtime.worker_service', f'--port={port}', '--gpus=none'],
             cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
         )
       started.append((process, port))

@@ -9,9 +9,9 @@ import pytest
 
 from experiments import train_flags
 from tests.experiments import train_runs
+from tff_robust.command_line import finite_flags
 from tff_robust.processes import delta_fl
 from tff_robust.simulation import corruption
-from tff_robust.simulation import finite_flags
 from tff_robust.simulation import tasks
 
 
@@ -43,13 +43,13 @@ def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
 
 
 def test_the_runner_says_once_that_clients_run_on_the_cpu_cores_of_a_worker_without_cuda(tmp_path):
-  from tff_robust.simulation import worker_binaries  # pylint: disable=g-import-not-at-top
+  from tff_robust.runtime import worker_binaries  # pylint: disable=g-import-not-at-top
   result = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=3',
                             '--client_learning_rate=0.2', '--client_lr_decay=0.5', '--client_lr_decay_rounds=2')
   assert result.returncode == 0, result.stderr[-3000:]
   _, rows = train_runs.outputs(tmp_path)
   np.testing.assert_allclose([float(r['client_learning_rate']) for r in rows], [0.2, 0.2, 0.1])  # step decay
-  # This machine's worker is TFF's PyPI one, built without CUDA (tests/simulation/test_worker_binaries.py).
+  # This machine's worker is TFF's PyPI one, built without CUDA (tests/runtime/test_worker_binaries.py).
   assert worker_binaries.gpu_support(worker_binaries.tff_wheel_binary()) is worker_binaries.GpuSupport.NONE
   placement = [line for line in result.stderr.splitlines() if 'GPU' in line or 'CUDA' in line]
   assert len(placement) == 1, result.stderr[-3000:]
@@ -364,8 +364,8 @@ def test_every_runner_flag_has_a_bad_value_test(flag_values):
 
 def test_a_cohort_larger_than_the_task_is_refused_before_any_tff_computation(flag_values, monkeypatch):
   from experiments import train_program  # pylint: disable=g-import-not-at-top
+  from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
   from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-  from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
 
   def must_not_run(*args, **kwargs):
     raise AssertionError('a TFF context or computation was built before the settings were checked')

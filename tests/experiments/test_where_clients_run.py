@@ -16,10 +16,10 @@ import pytest
 
 from experiments import exit_statuses
 from tests.experiments import train_runs
-from tff_robust.simulation import worker_binaries
+from tff_robust.runtime import worker_binaries
 
 _TFF_BINARY = worker_binaries.tff_wheel_binary()
-_SERVICE_MODULE = 'tff_robust.simulation.worker_service'
+_SERVICE_MODULE = 'tff_robust.runtime.worker_service'
 
 
 @pytest.fixture(autouse=True)

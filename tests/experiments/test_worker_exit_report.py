@@ -12,7 +12,7 @@ import pytest
 from experiments import exit_statuses
 from experiments import worker_exit_report
 from tests.experiments import train_runs
-from tff_robust.simulation import execution_context
+from tff_robust.runtime import execution_context
 
 
 def test_a_dead_worker_becomes_one_line_with_the_resume_hint_and_status_4(monkeypatch, capsys):

@@ -12,11 +12,11 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import privacy
+from tff_robust.runtime import composing_context
+from tff_robust.runtime import execution_context
 from tff_robust.simulation import algorithms
-from tff_robust.simulation import composing_context
-from tff_robust.simulation import execution_context
 from tff_robust.simulation import tasks
-from tests.simulation import two_workers
+from tests.runtime import two_workers
 
 _NUM_CLIENTS = 5
 _ROUNDS = 2

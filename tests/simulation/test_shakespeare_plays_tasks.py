@@ -141,7 +141,7 @@ def test_the_papers_flagfile_runs_a_round_on_the_plays_offline(config, plays, tm
   import json  # pylint: disable=g-import-not-at-top
   from absl import flags  # pylint: disable=g-import-not-at-top
   from experiments import train  # pylint: disable=g-import-not-at-top
-  from tff_robust.simulation import execution_context  # pylint: disable=g-import-not-at-top
+  from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 
   # The session's TFF worker (tests/conftest.py) runs the computations: the runner must not replace or stop it.
   monkeypatch.setattr(execution_context, 'set_local_execution_context', lambda **kwargs: None)

@@ -62,7 +62,7 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
   Secure aggregation: `mean_factory=secure_mean_factory(clip_radius, max_client_weight)` and
   `count_factory=tff.aggregators.SecureSumFactory(1, 0)`; then every client value reaches the server
   through a secure sum (`privacy.assert_client_values_aggregated_securely`). Run under
-  `tff_robust.simulation.execution_context`.
+  `tff_robust.runtime.execution_context`.
 
   State: <the inner mean's state, the previous aggregate v (wide dtypes)>.
   """

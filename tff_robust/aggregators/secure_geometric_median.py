@@ -15,7 +15,7 @@ Quantisation: each pass moves the iterate by at most m (2B + |v| W_b) / ((2^32 -
 error grows with W V / nu: keep nu no smaller than needed (e.g. 1e-3 to 1e-2 of the typical distance).
 
 Execution context: the secure-sum intrinsics do not run in TFF 0.87's default context (it fails with a gRPC
-"Cannot embed a federated value" error). Run under `tff_robust.simulation.execution_context`
+"Cannot embed a federated value" error). Run under `tff_robust.runtime.execution_context`
 (`set_local_execution_context()`), which compiles them to their exact simulation bodies, as TFF's test
 context does.
 """
@@ -70,7 +70,7 @@ class SecureGeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
   the bounds should be raised. Non-finite clients are counted in `num_nonfinite_clients` instead.
 
   Types: as `GeometricMedianFactory` (the secure sums take its widened values: all float32, or all float64
-  if a tensor is float64). Needs `tff_robust.simulation.execution_context` (module docstring).
+  if a tensor is float64). Needs `tff_robust.runtime.execution_context` (module docstring).
   """
 
   def __init__(

@@ -1,4 +1,4 @@
-"""Simulation support: execution context, tasks, training loop."""
+"""Simulation support: tasks, data corruption, client-state store, training loop (execution: `tff_robust.runtime`)."""
 
 from tff_robust import _lazy_submodules
 

@@ -6,8 +6,8 @@ from absl import logging
 import pytest
 import tensorflow as tf
 
-from tff_robust.simulation import gpu_placement
-from tff_robust.simulation import worker_binaries
+from tff_robust.runtime import gpu_placement
+from tff_robust.runtime import worker_binaries
 
 _CORES = len(os.sched_getaffinity(0))
 

@@ -5,7 +5,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from tff_robust.simulation import worker_binaries
+from tff_robust.runtime import worker_binaries
 
 _TFF_WHEEL_BINARY = os.path.join(
     os.path.dirname(os.path.dirname(tf.__file__)), 'tensorflow_federated', 'data', 'worker_binary'

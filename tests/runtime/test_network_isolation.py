@@ -14,7 +14,7 @@ import pytest
 
 from tests.experiments import train_runs
 from tests.simulation import proc_files
-from tff_robust.simulation import execution_context
+from tff_robust.runtime import execution_context
 
 _WARNING_NAME = 'ExposedWorkerWarning'  # a literal, so that this test also runs (and fails) on code without it
 
@@ -87,7 +87,7 @@ _WITHOUT_NAMESPACES = textwrap.dedent('''
     import json, warnings
     import numpy as np
     import tensorflow_federated as tff
-    from tff_robust.simulation import execution_context
+    from tff_robust.runtime import execution_context
 
     with warnings.catch_warnings(record=True) as caught:
       warnings.simplefilter('always')

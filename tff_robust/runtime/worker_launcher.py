@@ -2,7 +2,7 @@
 
 Usage (internal, by `execution_context`):
 
-  python -m tff_robust.simulation.worker_launcher --parent_pid=PID --network=isolate|isolate_or_expose|expose \
+  python -m tff_robust.runtime.worker_launcher --parent_pid=PID --network=isolate|isolate_or_expose|expose \
       --status_fd=FD --unix_socket=PATH --port=PORT -- BINARY [ARGS...]
 
 Dying with the parent: the launcher asks Linux to SIGKILL it when its parent dies (`PR_SET_DEATHSIG`), then

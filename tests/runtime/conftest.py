@@ -1,9 +1,9 @@
-"""Fixtures shared by the simulation tests."""
+"""Fixtures shared by the runtime tests."""
 
 import pytest
 import tensorflow_federated as tff
 
-from tests.simulation import two_workers
+from tests.runtime import two_workers
 
 
 @pytest.fixture

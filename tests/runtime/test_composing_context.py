@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_robust.simulation import composing_context
-from tff_robust.simulation import execution_context
+from tff_robust.runtime import composing_context
+from tff_robust.runtime import execution_context
 
 
 @tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS), tff.FederatedType(np.float32, tff.CLIENTS))

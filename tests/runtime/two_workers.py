@@ -4,7 +4,7 @@ import contextlib
 
 import tensorflow_federated as tff
 
-from tff_robust.simulation import execution_context
+from tff_robust.runtime import execution_context
 
 
 @contextlib.contextmanager

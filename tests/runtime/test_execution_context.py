@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
-from tff_robust.simulation import execution_context
+from tff_robust.runtime import execution_context
 
 
 def _process_exists(pid):
@@ -72,7 +72,7 @@ def _spawn(script):
 
 _START_AND_REPORT = textwrap.dedent('''
     from tests.simulation import proc_files
-    from tff_robust.simulation import execution_context
+    from tff_robust.runtime import execution_context
     worker = execution_context.set_local_execution_context()
     helpers = proc_files.descendants(worker.pid)  # the relay when isolated: it must not outlive the worker
     assert len(helpers) == worker.network_isolated, helpers
@@ -135,7 +135,7 @@ _KILL_WORKER_BETWEEN_COMPUTATIONS = textwrap.dedent('''
     import os, signal, time
     import numpy as np
     import tensorflow_federated as tff
-    from tff_robust.simulation import execution_context
+    from tff_robust.runtime import execution_context
     worker = execution_context.set_local_execution_context()
     @tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS))
     def mean(values):

@@ -1,0 +1,38 @@
+"""The runtime modules that run before or instead of a Python TFF program import neither TensorFlow nor TFF: the
+worker launcher (before every local worker starts), `worker_service` (which replaces itself with the worker, and
+parses its flags with `tff_robust.command_line.finite_flags`) and the checks the runner makes before it loads
+TensorFlow (`worker_binaries`, `gpu_placement`)."""
+
+import os
+import subprocess
+import sys
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _heavy_modules_after(script: str) -> str:
+  """The TensorFlow and TFF modules loaded after running `script` in a fresh interpreter, as printed."""
+  script += (
+      "\nimport sys\n"
+      "print(sorted(name for name in sys.modules if name.split('.')[0] in ('tensorflow', 'tensorflow_federated')))\n"
+  )
+  result = subprocess.run([sys.executable, '-c', script], cwd=_REPO, capture_output=True, text=True, timeout=120)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result.stdout.strip().splitlines()[-1]
+
+
+def test_the_launcher_service_and_placement_checks_import_no_tensorflow():
+  assert _heavy_modules_after(
+      'from tff_robust.runtime import gpu_placement, worker_binaries, worker_launcher, worker_service\n'
+      'gpu_placement.check_binary_supports("auto", worker_binaries.resolve())'
+  ) == '[]'
+
+
+def test_the_old_worker_service_path_and_the_flag_parser_import_no_tensorflow():
+  assert _heavy_modules_after(
+      'import tff_robust.simulation.worker_service\nimport tff_robust.command_line.finite_flags'
+  ) == '[]'
+
+
+def test_the_scan_sees_tensorflow_when_it_is_imported():
+  assert 'tensorflow' in _heavy_modules_after('import tensorflow')

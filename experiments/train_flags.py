@@ -83,7 +83,8 @@ DEFENCE = flags.DEFINE_string(
     'pre-aggregators then one rule joined by ">", parameters in brackets, e.g. "arc>gm", '
     '"bucketing(s=2)>centered_clipping(tau=0.3,iters=3)" (quote it in a shell). Pre-aggregators: '
     f'{", ".join(defence_registry.PRE_AGGREGATOR_NAMES)}; rules: {", ".join(defence_registry.RULE_NAMES)}. '
-    'Parameters come from the spec alone (unset: the registry\'s defaults; f: --num_byzantine). Unset: fedavg\'s '
+    'Presets name a whole chain: ' + ', '.join(f'{name} = {chain}' for name, chain in defence_registry.PRESETS.items())
+    + ' (the secure-compatible chain with the best worst case; README, "Which defence when"). Parameters come from the spec alone (unset: the registry\'s defaults; f: --num_byzantine). Unset: fedavg\'s '
     'weighted mean; the other --algorithm names are aliases of chains.',
 )
 flags.DEFINE_integer(

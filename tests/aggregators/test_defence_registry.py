@@ -85,3 +85,25 @@ def test_parsing_imports_no_tensorflow():
   code = ('import sys; from tff_robust.aggregators import defences; defences.parse("arc>gm"); '
           'defences.is_secure("nnm>gm"); print("tensorflow" in sys.modules)')
   assert subprocess.run([sys.executable, '-c', code], check=True, capture_output=True, text=True).stdout == 'False\n'
+
+
+def test_a_preset_names_its_chain_and_parses_like_it():
+  chain = defences.parse('recommended_secure')
+  assert chain == defences.parse(registry.PRESETS['recommended_secure']) == defences.parse(' recommended_secure ')
+  assert defences.is_secure(chain)
+  with pytest.raises(ValueError, match='presets: recommended_secure'):
+    defences.parse('recommended')
+
+
+def test_the_recommended_preset_is_the_best_worst_case_of_the_validation_sweep():
+  """The preset is what its validation sweep chose: of the secure-compatible chains tried on the validation split
+  (never the test split), the one whose worst case over the whole attack suite is highest."""
+  import csv  # pylint: disable=g-import-not-at-top
+  import pathlib  # pylint: disable=g-import-not-at-top
+  from experiments import worst_case_tables  # pylint: disable=g-import-not-at-top
+  validation = pathlib.Path(__file__).resolve().parents[2] / 'results/robustness_worst_case_digits/validation'
+  rows = [row for path in sorted(validation.glob('*/results.csv')) for row in csv.DictReader(path.open())]
+  worst = worst_case_tables.worst_cases(rows, 0.25)
+  assert len(worst) >= 5 and all(defences.is_secure(spec) for spec in worst)
+  best = max(worst, key=lambda spec: worst[spec][0])
+  assert defences.parse(best) == defences.parse('recommended_secure'), worst

@@ -7,6 +7,10 @@ A defence spec is pre-aggregators then one rule, joined by `>`, each with option
     norm_filter(k=1.5)>centered_clipping(tau=0.3)
     nnm>krum(select=1)
 
+A preset (`PRESETS`) names a whole chain with its parameters: `recommended_secure` is the secure-compatible chain
+chosen on its worst case over the attack suite (README, "Which defence when"), so naming it gives the measured
+parameters.
+
 `parse` turns a spec into a `DefenceChain` (or raises ValueError naming the bad part and what is allowed);
 `tff_robust.aggregators.defences.build_factory` builds its `tff.aggregators` factory and `stacked_rule` its
 TensorFlow function over stacked updates. A parameter left out takes the default listed in `REGISTRY`; the
@@ -167,6 +171,15 @@ RULE_NAMES = tuple(name for name, entry in REGISTRY.items() if entry.kind == RUL
 # A list of specs in one flag value (the sweep's --defences): specs contain commas, so they are split on this.
 SPEC_LIST_SEPARATOR = ';'
 
+# Whole chains by name. recommended_secure: chosen once on the digits validation split (20% of each client's
+# examples) against its worst case over the issue-35 attack suite at rho = 0.25 (worst 0.764 under
+# norm_aware(c=1.4), clean 0.906; results/robustness_worst_case_digits/validation), among centered clipping
+# (tau 0.1, 0.3, 1), ARC before it, bucketing (s=2) before it, ARC before the geometric median and the norm filter
+# (k 1.5, 2) before centered clipping (tau 0.3).
+PRESETS = {
+    'recommended_secure': 'norm_filter(k=2)>centered_clipping(tau=0.3)',
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class Component:
@@ -222,7 +235,8 @@ _COMPONENT = re.compile(r'^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$')
 
 
 def _listing() -> str:
-  return f'pre-aggregators: {", ".join(PRE_AGGREGATOR_NAMES)}; rules: {", ".join(RULE_NAMES)}'
+  return (f'pre-aggregators: {", ".join(PRE_AGGREGATOR_NAMES)}; rules: {", ".join(RULE_NAMES)}; presets: '
+          f'{", ".join(PRESETS)}')
 
 
 def _parse_component(text: str, spec: str) -> Component:
@@ -254,7 +268,7 @@ def _parse_component(text: str, spec: str) -> Component:
 
 
 def parse(spec: str) -> DefenceChain:
-  """The `DefenceChain` of `spec` (module docstring).
+  """The `DefenceChain` of `spec` (module docstring), or of the chain a preset names.
 
   Raises:
     ValueError: naming the part that is wrong: an unknown component or parameter (listing the allowed ones),
@@ -263,6 +277,7 @@ def parse(spec: str) -> DefenceChain:
   """
   if not isinstance(spec, str) or not spec.strip():
     raise ValueError(f'a defence spec is a non-empty string such as "arc>gm", got {spec!r} ({_listing()})')
+  spec = PRESETS.get(spec.strip(), spec)
   components = [_parse_component(part, spec) for part in spec.split('>')]
   *pre_aggregators, rule = components
   if rule.entry.kind != RULE:

@@ -2,7 +2,7 @@
 # RFA Fig. 2 at the paper's cohort (50 roles a round), issue 36 item 3. Two runs at once (FedAvg and RFA of one
 # condition and seed), nice 19; a finished run (summary.json present) is skipped, an unfinished one resumes from its
 # newest checkpoint (the runner's own resume).
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/../.."  # the repository root
 out=results/shakespeare_rfa_fig2_50roles/runs
 common=(--flagfile=experiments/configs/rfa/fig2_shakespeare_lstm_data_corruption.cfg --shakespeare_source=plays
   --total_rounds=200 --clients_per_round=50 --max_client_examples=64 --max_evaluated_devices=100

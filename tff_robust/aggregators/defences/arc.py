@@ -37,13 +37,11 @@ import tensorflow_federated as tff
 from tff_robust.aggregators import call_counts
 from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import histogram_quantile
-from tff_robust.aggregators import robust_rules
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
 from tff_robust.aggregators.defences import implementations
 from tff_robust.core import arc
-from tff_robust.core import superquantile
 
 
 class AdaptiveRobustClippingFactory(tff.aggregators.WeightedAggregationFactory):
@@ -166,13 +164,8 @@ def _stacked_arc(arguments, context):
   def clipped(points, weights):
     norms = implementations.row_norms(points)
     counted = weights > 0
-    threshold = tf.cond(
-        tf.reduce_any(counted),
-        lambda: robust_rules.coordinate_upper_quantile(
-            tf.boolean_mask(norms, counted)[:, None], tf.ones_like(tf.boolean_mask(norms, counted)), level,
-            superquantile.TIE_TOLERANCE)[0],
-        lambda: tf.reduce_max(norms),
-    )
+    threshold = implementations.upper_quantile_among(
+        norms, tf.ones_like(norms), counted, level, otherwise=tf.reduce_max(norms))
     return tf.where(counted[:, None], implementations.clip_rows(points, threshold), points), weights
 
   return clipped

@@ -18,6 +18,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import centered_clipping
+from tff_robust.aggregators import robust_rules
+from tff_robust.core import superquantile
 
 StackedRule = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor]
 StackedPreAggregator = Callable[[tf.Tensor, tf.Tensor], tuple]
@@ -71,6 +73,19 @@ def weighted_mean(points, weights):
 def row_norms(points):
   """TensorFlow: the L2 norm of each row of `points` [m, d]."""
   return tf.norm(points, axis=1)
+
+
+def upper_quantile_among(values, weights, counted, level, otherwise):
+  """TensorFlow: the upper weighted `level` quantile (ties within `superquantile.TIE_TOLERANCE`) of the entries of
+  `values` [m] where `counted` [m] holds, with `weights` [m]; `otherwise` if no entry counts. The stacked form of
+  the quantile the norm-based pre-aggregators compute with their quantile factories."""
+  return tf.cond(
+      tf.reduce_any(counted),
+      lambda: robust_rules.coordinate_upper_quantile(
+          tf.boolean_mask(values, counted)[:, None], tf.boolean_mask(weights, counted), level,
+          superquantile.TIE_TOLERANCE)[0],
+      lambda: otherwise,
+  )
 
 
 def clip_rows(points, clip_norm):

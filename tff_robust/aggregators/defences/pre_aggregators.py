@@ -15,9 +15,7 @@ from tff_robust.aggregators import histogram_quantile
 from tff_robust.aggregators import nearest_neighbor_mixing
 from tff_robust.aggregators import norm_clipping
 from tff_robust.aggregators import norm_filter
-from tff_robust.aggregators import robust_rules
 from tff_robust.aggregators.defences import implementations
-from tff_robust.core import superquantile
 
 
 def _secure_counts(context):
@@ -90,13 +88,8 @@ def _stacked_norm_filter(arguments, context):
   def filtered(points, weights):
     norms = implementations.row_norms(points)
     positive = weights > 0
-    median = tf.cond(
-        tf.reduce_any(positive),
-        lambda: robust_rules.coordinate_upper_quantile(
-            tf.boolean_mask(norms, positive)[:, None], tf.boolean_mask(weights, positive), 0.5,
-            superquantile.TIE_TOLERANCE)[0],
-        lambda: tf.zeros([], norms.dtype),
-    )
+    median = implementations.upper_quantile_among(
+        norms, weights, positive, 0.5, otherwise=tf.zeros([], norms.dtype))
     keep = norms <= multiplier * median
     return tf.where(keep[:, None], points, tf.zeros_like(points)), tf.where(keep, weights, tf.zeros_like(weights))
 

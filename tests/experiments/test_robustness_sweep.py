@@ -20,8 +20,7 @@ def test_tiny_sweep_writes_csv_table_and_figure(tmp_path):
       cwd=_REPO, capture_output=True, text=True, timeout=900,
   )
   assert result.returncode == 0, result.stderr[-3000:]
-  with open(tmp_path / 's' / 'results.csv') as f:
-    rows = list(csv.DictReader(f))
+  rows = _results(tmp_path)
   # per algorithm and seed: rho = 0 once, data 0.25, omniscient 0.25
   assert len(rows) == 2 * 2 * 3
   assert {float(r['calls_per_round']) for r in rows if r['algorithm'] == 'rfa'} == {3.0}
@@ -51,6 +50,12 @@ def test_label_concentration_for_a_task_without_label_mixtures_is_a_usage_error(
   assert not (tmp_path / 'robustness_sweep').exists()  # refused before the sweep started
 
 
+def _results(tmp_path, name='s') -> list[dict]:
+  """The rows of sweep `name`'s results.csv."""
+  with open(tmp_path / name / 'results.csv') as f:
+    return list(csv.DictReader(f))
+
+
 def _sweep(tmp_path, *flags):
   return subprocess.run(
       [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg', '--corruptions=omniscient',
@@ -64,13 +69,11 @@ def _sweep(tmp_path, *flags):
 def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(tmp_path):
   first = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
   assert first.returncode == 0, first.stderr[-3000:]
-  with open(tmp_path / 's' / 'results.csv') as f:
-    seed0 = list(csv.DictReader(f))
+  seed0 = _results(tmp_path)
   grown = _sweep(tmp_path, '--seeds=0,1', '--total_rounds=1')
   assert grown.returncode == 0, grown.stderr[-3000:]
   assert 'resuming: 1 of 2 runs already in results.csv' in grown.stdout
-  with open(tmp_path / 's' / 'results.csv') as f:
-    rows = list(csv.DictReader(f))
+  rows = _results(tmp_path)
   assert [r['seed'] for r in rows] == ['0', '1'] and rows[0] == seed0[0]
   changed = _sweep(tmp_path, '--seeds=0,1', '--total_rounds=2')
   assert changed.returncode != 0
@@ -82,8 +85,7 @@ def test_label_flipping_runs_at_the_update_fractions(tmp_path):
   result = _sweep(tmp_path, '--corruptions=label_flipping', '--update_fractions=0,0.3', '--seeds=0',
                   '--total_rounds=1')
   assert result.returncode == 0, result.stderr[-3000:]
-  with open(tmp_path / 's' / 'results.csv') as f:
-    rows = list(csv.DictReader(f))
+  rows = _results(tmp_path)
   assert [(r['corruption'], r['fraction']) for r in rows] == [('none', '0.0'), ('label_flipping', '0.3')]
   assert float(rows[1]['corruption_weight_share']) >= 0.3
   assert '## label_flipping corruption' in (tmp_path / 's' / 'results.md').read_text()
@@ -123,8 +125,7 @@ def test_a_zero_server_learning_rate_leaves_every_algorithm_at_the_initial_model
         cwd=_REPO, capture_output=True, text=True, timeout=900,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    with open(tmp_path / name / 'results.csv') as f:
-      accuracies[name] = float(next(csv.DictReader(f))['accuracy'])
+    accuracies[name] = float(_results(tmp_path, name)[0]['accuracy'])
   assert accuracies['fedavg'] == accuracies['centered_clipping']
 
 
@@ -133,8 +134,7 @@ def test_defence_chains_run_beside_the_algorithms_with_f_from_rho(tmp_path):
   result = _sweep(tmp_path, "--defences=arc>mean; nnm>krum(select=0)", '--update_fractions=0,0.2', '--seeds=0',
                   '--total_rounds=1')
   assert result.returncode == 0, result.stderr[-3000:]
-  with open(tmp_path / 's' / 'results.csv') as f:
-    rows = list(csv.DictReader(f))
+  rows = _results(tmp_path)
   assert [(r['algorithm'], r['fraction']) for r in rows] == [
       ('fedavg', '0.0'), ('fedavg', '0.2'), ('arc>mean', '0.0'), ('arc>mean', '0.2'),
       ('nnm>krum(select=0)', '0.0'), ('nnm>krum(select=0)', '0.2')]
@@ -160,8 +160,7 @@ def test_attack_specs_and_grids_key_the_runs_name_the_tables_and_resume(tmp_path
   first = _sweep(tmp_path, '--algorithms=coordinate_median', '--corruptions=alie_grid,norm_aware(direction=ipm,c=1.40)',
                  '--update_fractions=0,0.3', '--seeds=0', '--total_rounds=1')
   assert first.returncode == 0, first.stderr[-3000:]
-  with open(tmp_path / 's' / 'results.csv') as f:
-    kinds = [r['corruption'] for r in csv.DictReader(f)]
+  kinds = [r['corruption'] for r in _results(tmp_path)]
   assert kinds == ['none', 'alie', 'alie(z=1)', 'alie(z=2)', 'norm_aware(direction=ipm,c=1.4)']
   table = (tmp_path / 's' / 'results.md').read_text()
   assert '## alie(z=2) corruption' in table and '## norm_aware(direction=ipm,c=1.4) corruption' in table

@@ -40,6 +40,7 @@ _RUN_BY = {
     'benchmarks.isolation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.parallel_workers': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.evaluation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.final_evaluation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.defence_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.attack_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.shakespeare_round_cost': 'tests/benchmarks/test_readme_benchmarks.py',

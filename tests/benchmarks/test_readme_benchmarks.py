@@ -25,6 +25,7 @@ _SHRUNK = {
     'benchmarks.parallel_workers': (['--quick'], '2 workers on 2 cores / 1 worker on 1 core ='),
     'benchmarks.evaluation_cost': (['--num_devices=3', '--examples_per_device=4', '--repeats=1'],
                                    'one-pass evaluation'),
+    'benchmarks.final_evaluation_cost': (['--max_evaluated_devices=3', '--repeats=1'], 'runner (one pass)'),
     'benchmarks.shakespeare_round_cost': (['--rounds=1', '--cohorts=shakespeare_lstm_rfa:2',
                                            '--max_client_examples=8'], 'Keras floor'),
 }

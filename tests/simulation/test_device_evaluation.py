@@ -88,9 +88,32 @@ def _assert_equals_device_by_device(model_fn, x, y, logits_of):
   np.testing.assert_array_equal(one_model.num_examples, per_device.num_examples)
   np.testing.assert_allclose(one_model.loss, per_device.loss, rtol=1e-6)
   np.testing.assert_allclose(one_model.error, per_device.error, rtol=1e-6)
+  assert per_device.pooled is None  # each device may have its own model there: no pooled metrics
+  _assert_pooled_equals_one_pass_over_all_examples(model_fn, x, y, weights, logits_of, one_pass, one_model)
   summary = evaluation.distribution_summary({'eval': one_pass})
   assert summary['eval/loss_num_nonfinite'] == summary['eval/error_num_nonfinite'] == 1
   assert summary['eval/error_mean'] == pytest.approx(np.nanmean(one_pass.error))
+
+
+def _assert_pooled_equals_one_pass_over_all_examples(model_fn, x, y, weights, logits_of, *groups):
+  """Each group's `pooled` (its devices' summed metric states, finalized once) == `CentralizedEvaluator` over
+  every example pooled in batches that cross devices, and == NumPy on all of (x, y); only `num_batches`
+  differs: it counts each device's own batches."""
+  pooled_pass = evaluation.CentralizedEvaluator(model_fn, base.test_dataset_from_arrays(x, y, _EVAL_BATCH), {})(
+      weights)
+  logits = logits_of(weights, x)
+  device_batches = sum(-(-size // _EVAL_BATCH) for size in _DEVICE_SIZES.values())
+  for group in groups:
+    assert set(group.pooled) == set(pooled_pass)
+    for name, value in pooled_pass.items():
+      if name == 'num_batches':
+        assert group.pooled[name] == device_batches and value == -(-len(y) // _EVAL_BATCH)
+      else:
+        assert group.pooled[name] == pytest.approx(value, rel=1e-6), name
+    assert group.pooled['num_examples'] == len(y)
+    assert group.pooled['loss'] == pytest.approx(numpy_classifiers.mean_cross_entropy(logits, y), rel=1e-4)
+    accuracy = next(value for name, value in group.pooled.items() if name.endswith('accuracy'))
+    assert 1.0 - accuracy == pytest.approx(numpy_classifiers.error_rate(logits, y), abs=1e-6)
 
 
 def test_indexed_batches_are_each_devices_own_batches_in_order():

@@ -2,6 +2,7 @@
 local SQLite files (no network: a download attempt fails the test; Shakespeare with `shakespeare_source='tff'`),
 and their models' parameter counts."""
 
+import dataclasses
 import random
 import re
 
@@ -292,3 +293,44 @@ def test_one_round_of_delta_fl_on_shakespeare_gru(shakespeare_dir, tmp_path):
       output_dir=str(tmp_path), show_progress=False,
   )
   assert np.isfinite(summary['train/loss_p90']) and 0 <= summary['eval/error_p90'] <= 1
+
+
+def _saved_weights(output_dir) -> 'tff.learning.models.ModelWeights':
+  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+  arrays = np.load(f'{output_dir}/model_weights.npz')
+  collect = lambda kind: [arrays[f'{kind}_{i}'] for i in range(sum(k.startswith(kind) for k in arrays.files))]
+  return tff.learning.models.ModelWeights(collect('trainable'), collect('non_trainable'))
+
+
+@pytest.mark.parametrize('name, algorithm', [('emnist_linear_rfa', 'fedavg'), ('shakespeare_gru_dfl', 'delta_fl')])
+def test_the_runner_scores_the_pooled_test_examples_in_the_per_device_pass(name, algorithm, emnist_dir,
+                                                                            shakespeare_dir, tmp_path):
+  """`eval/*` of a paper task comes from the per-device pass over the same test examples (the pooled group's
+  summed states, `Task.pooled_evaluation_group`), not from a second pass: `evaluate` is never called, and the
+  metrics equal what it gives on the final model to float tolerance (`num_batches` counts per-device batches)."""
+  if name.startswith('emnist'):  # every one of the file's writers (the task's default samples 1,000)
+    task = emnist_papers.create_rfa_task('linear', cache_dir=emnist_dir, num_devices=None, **_TRAINING)
+  else:
+    task = tasks.create_task(name, cache_dir=shakespeare_dir, shakespeare_source='tff', **_TRAINING)
+  assert task.pooled_evaluation_group == ('personal' if name.endswith('_rfa') else 'eval')
+
+  def second_pass(model_weights):
+    raise AssertionError('the pooled test examples were scored a second time')
+
+  process = algorithms.build_learning_process(algorithm, task.model_fn, algorithms.AlgorithmConfig())
+  summary = training_loop.run_training(
+      process, dataclasses.replace(task, evaluate=second_pass), task.client_dataset, total_rounds=1,
+      clients_per_round=2, rounds_per_eval=1, seed=0, output_dir=str(tmp_path), show_progress=False,
+  )
+  expected = task.evaluate(_saved_weights(tmp_path))
+  assert {key for key in summary if key.startswith('eval/') and '/error' not in key and '/loss_' not in key} == {
+      f'eval/{key}' for key in expected}
+  for key, value in expected.items():
+    if key != 'num_batches':
+      assert summary[f'eval/{key}'] == pytest.approx(value, rel=1e-5), key
+
+
+def test_a_sample_of_test_devices_leaves_the_pooled_evaluation_to_its_own_pass(shakespeare_dir):
+  task = tasks.create_task('shakespeare_gru_dfl', cache_dir=shakespeare_dir, shakespeare_source='tff',
+                           max_evaluated_devices=1, **_TRAINING)
+  assert task.pooled_evaluation_group is None  # 'eval' holds a sample, `evaluate` every test device

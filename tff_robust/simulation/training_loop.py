@@ -297,20 +297,25 @@ def _evaluate(process, task, state, store, personal_evaluator, client_ids, corru
     dict, dict]:
   """(released `eval/*`, per-device and `personal*/*` metrics; the per-device results) of the global model.
 
-  A process without a global model (MtFEEL) has only the `personal/*` metrics of its devices' models.
+  A process without a global model (MtFEEL) has only the `personal/*` metrics of its devices' models. `eval/*`
+  comes from the pass over the task's `pooled_evaluation_group` where that group was scored with the global
+  model (its `pooled` metrics), else from `task.evaluate`: the test examples are scored once, not twice.
   """
   model_weights = process.get_model_weights(state)
   released = collections.OrderedDict()
   device_metrics = {}
-  if model_weights is not None:
-    released.update((f'eval/{key}', value) for key, value in task.evaluate(model_weights).items())
-    if task.device_evaluator is not None:
-      device_metrics.update(task.device_evaluator(model_weights))
+  if model_weights is not None and task.device_evaluator is not None:
+    device_metrics.update(task.device_evaluator(model_weights))
   if personal_evaluator is not None:
     if store is None and not isinstance(process, indexed_clients.IndexedClientsProcess):
       device_metrics.update(personal_evaluator.one_model(model_weights))  # every client has the global model
     else:
       device_metrics.update(personal_evaluator(_personal_weights(process, state, store, model_weights, client_ids)))
+  if model_weights is not None:
+    pooled_group = device_metrics.get(task.pooled_evaluation_group)
+    pooled = None if pooled_group is None else pooled_group.pooled
+    released.update((f'eval/{key}', value)
+                    for key, value in (task.evaluate(model_weights) if pooled is None else pooled).items())
   released.update(evaluation.distribution_summary(device_metrics))
   if corrupted_client_ids and 'personal' in device_metrics:
     released.update(evaluation.distribution_summary(

@@ -39,6 +39,11 @@ class Task:
     personal_test_data: each training client's own held-out data (unbatched elements, same client ids as
       `train_data`), for evaluating personal models (Fed+, personalized RFA) client by client; None where
       the task has no within-client split.
+    pooled_evaluation_group: the device group ('personal': `personal_test_data`; 'eval': the device
+      evaluator's test devices) whose examples, all together, are exactly what `evaluate` pools, scored with the
+      same metric names; or None. Where that group is scored with the global model, the runner reads `eval/*`
+      from the group's pooled metrics (`evaluation.DeviceMetrics.pooled`) instead of a second pass over the
+      same examples.
   """
 
   name: str
@@ -50,6 +55,7 @@ class Task:
   device_evaluator: Optional[evaluation.DeviceEvaluator] = None
   personal_test_data: Optional[tff.simulation.datasets.ClientData] = None
   flip_labels: Optional[Transform] = None
+  pooled_evaluation_group: Optional[str] = None
 
   def client_dataset(self, client_id: str, corrupted: bool = False) -> tf.data.Dataset:
     """The dataset client `client_id` trains on, poisoned if `corrupted`."""

@@ -71,9 +71,7 @@ class _MetricsRunner:
   def finalize(self, model) -> dict[str, float]:
     """`model`'s finalized metrics, renamed by `metric_names`."""
     unfinalized = model.report_local_unfinalized_metrics()
-    if self._finalize is None:
-      self._finalize = self._build_finalize(model.metric_finalizers(), unfinalized)
-    return self._renamed(self._finalize(tf.nest.map_structure(lambda t: t.numpy(), unfinalized)))
+    return self._finalized(model, tf.nest.map_structure(lambda t: t.numpy(), unfinalized))
 
   def finalize_rows(self, model, flat_rows: list[tf.Tensor]) -> list[dict[str, float]]:
     """The finalized, renamed metrics of each row of `flat_rows`: `model`'s unfinalized metrics flattened
@@ -85,6 +83,18 @@ class _MetricsRunner:
     finalized = self._finalize_rows(rows)
     return [self._renamed({name: values[index] for name, values in finalized.items()})
             for index in range(len(flat_rows[0]) if flat_rows else 0)]
+
+  def finalize_total(self, model, flat_rows: list[tf.Tensor]) -> dict[str, float]:
+    """The finalized, renamed metrics of all rows of `flat_rows` together: each unfinalized state summed over
+    its rows (devices), then finalized once, as TFF's `sum_then_finalize` aggregates clients' metrics."""
+    totals = [tf.reduce_sum(rows, axis=0).numpy() for rows in flat_rows]
+    return self._finalized(model, tf.nest.pack_sequence_as(model.report_local_unfinalized_metrics(), totals))
+
+  def _finalized(self, model, unfinalized) -> dict[str, float]:
+    """`unfinalized` (NumPy values in the structure of `model`'s unfinalized metrics) finalized and renamed."""
+    if self._finalize is None:
+      self._finalize = self._build_finalize(model.metric_finalizers(), model.report_local_unfinalized_metrics())
+    return self._renamed(self._finalize(unfinalized))
 
   def _renamed(self, finalized) -> dict[str, float]:
     return collections.OrderedDict(
@@ -125,7 +135,8 @@ class _MetricsRunner:
 
 class _Scorer:
   """One model: `load` assigns a set of weights to it; `metrics_on(dataset)` scores the weights last loaded
-  on one dataset, `metrics_per_device(indexed_batches, n)` on each of n devices in one pass."""
+  on one dataset, `metrics_per_device(indexed_batches, n)` on each of n devices and on all of them together,
+  in one pass."""
 
   def __init__(self, runner: _MetricsRunner, model):
     self._runner = runner
@@ -180,8 +191,10 @@ class _Scorer:
     return self._runner.finalize(self._model)
 
   def metrics_per_device(self, indexed_batches: tf.data.Dataset, num_devices: int,
-                         description: str = 'evaluating devices') -> list[dict[str, float]]:
-    """The metrics of each device 0..num_devices-1 from (device index, batch) elements."""
+                         description: str = 'evaluating devices') -> tuple[list[dict[str, float]], dict[str, float]]:
+    """(the metrics of each device 0..num_devices-1, the metrics of all their examples pooled) from (device
+    index, batch) elements. The pooled metrics finalize the devices' summed states, so they equal one pass over
+    the pooled examples up to the order of float additions (and `num_batches` counts each device's batches)."""
     sums = tuple(tf.zeros(tf.concat([[num_devices], tf.shape(value)], 0), value.dtype)
                  for value in tf.nest.flatten(self._model.report_local_unfinalized_metrics()))
     iterator = iter(indexed_batches)
@@ -191,7 +204,7 @@ class _Scorer:
         bar.update(int(done))
         if int(done) < BATCHES_PER_CALL:
           break
-    return self._runner.finalize_rows(self._model, sums)
+    return self._runner.finalize_rows(self._model, sums), self._runner.finalize_total(self._model, sums)
 
 
 class CentralizedEvaluator:
@@ -220,16 +233,20 @@ class DeviceGroup:
 
 @dataclasses.dataclass(frozen=True)
 class DeviceMetrics:
-  """Per-device results of one group: ids, example counts, loss and (classification) error."""
+  """Per-device results of one group: ids, example counts, loss and (classification) error; and `pooled`, the
+  model's metrics on all the group's examples together where every device was scored with the same weights
+  (None where each device had its own model)."""
 
   device_ids: list
   num_examples: np.ndarray
   loss: np.ndarray
   error: Optional[np.ndarray]
   weighted: bool
+  pooled: Optional[dict[str, float]] = None
 
 
-def _device_metrics(device_ids: list, metrics: list[dict], weighted: bool) -> DeviceMetrics:
+def _device_metrics(device_ids: list, metrics: list[dict], weighted: bool,
+                    pooled: Optional[dict[str, float]] = None) -> DeviceMetrics:
   """DeviceMetrics from each device's finalized metrics; error = 1 - accuracy where there is an accuracy.
 
   A device with no example gets NaN loss and error: neither is defined (Keras' division by a zero count
@@ -244,6 +261,7 @@ def _device_metrics(device_ids: list, metrics: list[dict], weighted: bool) -> De
       loss=undefined(np.array([m['loss'] for m in metrics], np.float64)),
       error=None if accuracy is None else undefined(1.0 - np.array(accuracy, np.float64)),
       weighted=weighted,
+      pooled=pooled,
   )
 
 
@@ -280,7 +298,8 @@ class DeviceEvaluator:
   `sum_then_finalize` sums them across clients) are added into row k of a [num_devices, ...] sum for the
   batch's device k (a segment sum over batches). Row k is then exactly the state that evaluating device k
   alone accumulates (the same float additions in the same order: 0 + batch 1 + batch 2 ...), and one TFF
-  computation maps the model's own finalizers over the rows. A device with no example has no batch: it
+  computation maps the model's own finalizers over the rows; the rows summed and finalized are the group's pooled
+  metrics (`DeviceMetrics.pooled`). A device with no example has no batch: it
   reports num_examples 0 and NaN loss and error (`_device_metrics`), which `distribution_summary` counts as
   non-finite and leaves out.
   """
@@ -296,8 +315,8 @@ class DeviceEvaluator:
     results = {}
     for name, dataset in self._datasets.items():
       device_ids = list(self._groups[name].client_data.client_ids)
-      metrics = scorer.metrics_per_device(dataset, len(device_ids), f'evaluating {name} devices')
-      results[name] = _device_metrics(device_ids, metrics, weighted=self._groups[name].weighted)
+      metrics, pooled = scorer.metrics_per_device(dataset, len(device_ids), f'evaluating {name} devices')
+      results[name] = _device_metrics(device_ids, metrics, weighted=self._groups[name].weighted, pooled=pooled)
     return results
 
 
@@ -324,8 +343,8 @@ class PersonalEvaluator:
     """The 'personal' group with `model_weights` for every client."""
     scorer = self._runner.scorer()
     scorer.load(model_weights)
-    metrics = scorer.metrics_per_device(self._indexed_batches, len(self._client_ids), 'evaluating clients')
-    return {'personal': _device_metrics(self._client_ids, metrics, weighted=False)}
+    metrics, pooled = scorer.metrics_per_device(self._indexed_batches, len(self._client_ids), 'evaluating clients')
+    return {'personal': _device_metrics(self._client_ids, metrics, weighted=False, pooled=pooled)}
 
   def __call__(self, weights_of: Callable[[str], tff.learning.models.ModelWeights]) -> dict[str, DeviceMetrics]:
     scorer, metrics = self._runner.scorer(), []

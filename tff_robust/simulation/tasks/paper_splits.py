@@ -94,6 +94,7 @@ def within_device_task(
       evaluate=_pooled_evaluator(model_fn, test_data),
       personal_test_data=test_data,
       flip_labels=flip_labels,
+      pooled_evaluation_group='personal',
   )
 
 
@@ -113,6 +114,7 @@ def by_device_task(
   as the paper does, unless `max_evaluated_devices` caps each group by a seeded sample)."""
   if set(train_devices.client_ids) & set(test_devices.client_ids):
     raise ValueError('a split by device needs disjoint training and test devices')
+  evaluated_test_devices = _sampled(test_devices, max_evaluated_devices)
   return base.Task(
       name, model_fn, train_devices,
       preprocess_train=base.batching(epochs=client_epochs, batch_size=client_batch_size, seed=seed),
@@ -120,7 +122,8 @@ def by_device_task(
       evaluate=_pooled_evaluator(model_fn, test_devices),
       device_evaluator=evaluation.DeviceEvaluator(model_fn, {
           'train': evaluation.DeviceGroup(_sampled(train_devices, max_evaluated_devices), _batched, weighted=True),
-          'eval': evaluation.DeviceGroup(_sampled(test_devices, max_evaluated_devices), _batched, weighted=False),
+          'eval': evaluation.DeviceGroup(evaluated_test_devices, _batched, weighted=False),
       }, {}),
       flip_labels=flip_labels,
+      pooled_evaluation_group='eval' if evaluated_test_devices is test_devices else None,
   )

@@ -7,6 +7,7 @@
 #   2. the same at 1 local epoch (the runner's default);
 #   3. the baselines beside it (FedAvg, RFA, centered clipping, ARC + centered clipping) in the same tables;
 #   4. rho = 0.1 and Dirichlet(0.1).
+# `run_test_tables.sh --session2` skips phases 1-2 and runs the rest in the order of the second session (below).
 # Two sweeps at once (one per core), nice 5.
 cd "$(dirname "$0")/../.."  # the repository root
 export PYTHONPATH=$PWD
@@ -26,9 +27,20 @@ pair() {  # phase flags for both acceptance rhos
   sweep dirichlet0.5_epochs$1_rho0.25 0.25 --client_epochs_per_round=$1 "${@:2}" &
   wait
 }
-pair 5 --algorithms= "--defences=$chosen"
-pair 1 --algorithms= "--defences=$chosen"
-pair 5 --algorithms=fedavg,rfa "--defences=$baselines"
+lane() {  # one sweep after another on one core
+  for step in "$@"; do eval "$step"; done
+}
+if [ "${1:-}" != --session2 ]; then  # phases 1-2 (done in the session of 2026-11-26 afternoon)
+  pair 5 --algorithms= "--defences=$chosen"
+  pair 1 --algorithms= "--defences=$chosen"
+fi
+# Session of 2026-11-26 night (--session2): the chosen defence at rho = 0.1 and on Dirichlet(0.1) first, so that every
+# setting of item 4 has the recommended defence's worst case, then the 5-epoch baselines, then the rest.
+lane "sweep dirichlet0.5_epochs5_rho0.1 0.1 --client_epochs_per_round=5 --algorithms= '--defences=$chosen'" \
+     "sweep dirichlet0.5_epochs5_rho0.2 0.2 --client_epochs_per_round=5 --algorithms=fedavg,rfa '--defences=$baselines'" &
+lane "sweep dirichlet0.1_epochs5_rho0.25 0.25 --client_epochs_per_round=5 --label_concentration=0.1 --algorithms= '--defences=$chosen'" \
+     "sweep dirichlet0.5_epochs5_rho0.25 0.25 --client_epochs_per_round=5 --algorithms=fedavg,rfa '--defences=$baselines'" &
+wait
 pair 1 --algorithms=fedavg,rfa "--defences=$baselines"
 sweep dirichlet0.5_epochs5_rho0.1 0.1 --client_epochs_per_round=5 --algorithms=fedavg,rfa "--defences=$baselines" &
 sweep dirichlet0.1_epochs5_rho0.25 0.25 --client_epochs_per_round=5 --label_concentration=0.1 \

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_federated as tff
 from tensorflow_federated.python.simulation.datasets import download
 
 from tff_robust.simulation import algorithms
@@ -295,8 +296,8 @@ def test_one_round_of_delta_fl_on_shakespeare_gru(shakespeare_dir, tmp_path):
   assert np.isfinite(summary['train/loss_p90']) and 0 <= summary['eval/error_p90'] <= 1
 
 
-def _saved_weights(output_dir) -> 'tff.learning.models.ModelWeights':
-  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+def _saved_weights(output_dir) -> tff.learning.models.ModelWeights:
+  """The final global model the runner wrote to `output_dir/model_weights.npz`."""
   arrays = np.load(f'{output_dir}/model_weights.npz')
   collect = lambda kind: [arrays[f'{kind}_{i}'] for i in range(sum(k.startswith(kind) for k in arrays.files))]
   return tff.learning.models.ModelWeights(collect('trainable'), collect('non_trainable'))

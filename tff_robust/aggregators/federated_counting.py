@@ -1,5 +1,5 @@
-"""Counters that federated computations keep: clients with a flag set or an empty dataset, and a server-side
-round number."""
+"""Counters that federated computations keep: clients with a flag set, empty datasets (read inside a client
+computation), and a server-side round number."""
 
 import functools
 
@@ -37,11 +37,12 @@ def has_an_element(dataset: tf.data.Dataset) -> tf.Tensor:
   return iter(dataset).get_next_as_optional().has_value()
 
 
-def count_empty_datasets(datasets_at_clients):
-  """The number of clients whose dataset yields no element, at the server."""
+def is_empty_after(dataset: tf.data.Dataset, after) -> tf.Tensor:
+  """1 if `dataset` yields no element, else 0 (int32), read once the tensors of `after` are computed.
 
-  @tff.tensorflow.computation(datasets_at_clients.type_signature.member)
-  def is_empty(dataset):
+  For a client computation that has already used `dataset` (trained on it, or scored it): counting empty
+  datasets there costs no second client call (a federated map of its own would serialise every dataset into
+  the worker again), and a dataset that reshuffles at each iteration gives the computation its first order, as
+  without the count; this read takes the next one, which cannot change whether it is empty."""
+  with tf.control_dependencies(tf.nest.flatten(after)):
     return tf.cast(tf.logical_not(has_an_element(dataset)), tf.int32)
-
-  return tff.federated_sum(tff.federated_map(is_empty, datasets_at_clients))

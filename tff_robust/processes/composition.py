@@ -1,16 +1,13 @@
 """FedAvg's round structure around a custom client work: the shared composition of our learning processes."""
 
-import collections
 from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
-from tensorflow_federated.python.learning.algorithms import fed_sgd
-from tensorflow_federated.python.learning.templates import model_delta_client_work
 
-from tff_robust.aggregators import federated_counting
 from tff_robust.processes import client_loop
+from tff_robust.processes import counting_client_work
 
 
 def compose_with_fedavg_parts(
@@ -54,47 +51,6 @@ def with_fedavg_defaults(server_optimizer_fn, model_aggregator, metrics_aggregat
   return server_optimizer_fn, model_aggregator, metrics_aggregator
 
 
-def count_nonfinite_updates(
-    client_work: tff.learning.templates.ClientWorkProcess,
-) -> tff.learning.templates.ClientWorkProcess:
-  """TFF's model-delta client work with two more measurements, `num_nonfinite_updates`, `num_empty_datasets`.
-
-  TFF's model-delta client update (that of `build_weighted_fed_avg`) replaces a model delta that has a NaN
-  or Inf entry by zeros with weight 0 and resets the client's metrics, so the aggregator never sees it and
-  no metric counts it. Otherwise its weight is the number of examples trained on (`NUM_EXAMPLES`) or 1
-  (`UNIFORM`). Hence a client whose dataset yields at least one batch and whose update weight is 0 had a
-  non-finite delta: `num_nonfinite_updates` is the number of such clients. An empty dataset (a zero update,
-  weight 0 or 1) is not counted there but in `num_empty_datasets`; a dataset of zero-row batches, which
-  `tf.data` batching never produces, would be in neither. The other measurements, state and result are
-  `client_work`'s.
-  """
-  signature = client_work.next.type_signature
-  weights_type, data_type = signature.parameter[1], signature.parameter[2]
-  weight_type = signature.result.result.member.update_weight
-  measurement_names = tff.structure.name_list(signature.result.measurements.member)
-
-  @tff.tensorflow.computation(weight_type, data_type.member)
-  def dropped_and_empty(update_weight, dataset):
-    """(1 if the client work dropped this non-empty dataset's update, 1 if the dataset is empty): one read."""
-    has_data = federated_counting.has_an_element(dataset)
-    dropped = tf.logical_and(has_data, tf.equal(update_weight, 0.0))
-    return tf.cast(dropped, tf.int32), tf.cast(tf.logical_not(has_data), tf.int32)
-
-  @tff.federated_computation(client_work.initialize.type_signature.result, weights_type, data_type)
-  def next_fn(state, model_weights, client_data):
-    output = client_work.next(state, model_weights, client_data)
-    dropped, empty = tff.federated_map(dropped_and_empty, (output.result.update_weight, client_data))
-    measurements = collections.OrderedDict((name, output.measurements[name]) for name in measurement_names)
-    measurements['num_nonfinite_updates'] = tff.federated_sum(dropped)
-    measurements['num_empty_datasets'] = tff.federated_sum(empty)
-    return tff.templates.MeasuredProcessOutput(output.state, output.result, tff.federated_zip(measurements))
-
-  return tff.learning.templates.ClientWorkProcess(
-      client_work.initialize, next_fn,
-      get_hparams_fn=client_work.get_hparams, set_hparams_fn=client_work.set_hparams,
-  )
-
-
 def build_fed_avg_process(
     model_fn,
     client_optimizer_fn: tff.learning.optimizers.Optimizer,
@@ -107,8 +63,9 @@ def build_fed_avg_process(
     loop_implementation: tff.learning.LoopImplementation = client_loop.LOOP_IMPLEMENTATION,
 ) -> tff.learning.templates.LearningProcess:
   """`tff.learning.algorithms.build_weighted_fed_avg`, arguments, defaults and parts included, whose client
-  work also reports `num_nonfinite_updates` (`count_nonfinite_updates`): metrics
-  `client_work/num_nonfinite_updates` count the clients left out of the round for a non-finite update.
+  work also reports `num_nonfinite_updates` and `num_empty_datasets` from the same client call
+  (`counting_client_work`): metrics `client_work/num_nonfinite_updates` count the clients left out of the round
+  for a non-finite update.
   The one default that differs is the client loop: `DATASET_ITERATOR` (`client_loop`), the same steps on the
   same batches at a fraction of `DATASET_REDUCE`'s cost per client in TFF's worker.
 
@@ -129,9 +86,8 @@ def build_fed_avg_process(
           tuple(tf.convert_to_tensor(w) for w in trainable), tuple(tf.convert_to_tensor(w) for w in non_trainable)
       )
 
-    client_work = model_delta_client_work.build_functional_model_delta_client_work(
-        model=model_fn, optimizer=client_optimizer_fn, client_weighting=client_weighting,
-        metrics_aggregator=metrics_aggregator, loop_implementation=loop_implementation,
+    client_work = counting_client_work.build_functional_model_delta_client_work(
+        model_fn, client_optimizer_fn, client_weighting, metrics_aggregator, loop_implementation=loop_implementation
     )
   else:
     if not callable(model_fn):
@@ -143,9 +99,8 @@ def build_fed_avg_process(
     def initial_model_weights_fn():
       return tff.learning.models.ModelWeights.from_model(model_fn())
 
-    client_work = tff.learning.templates.build_model_delta_client_work(
-        model_fn, client_optimizer_fn, client_weighting, metrics_aggregator,
-        loop_implementation=loop_implementation,
+    client_work = counting_client_work.build_model_delta_client_work(
+        model_fn, client_optimizer_fn, client_weighting, metrics_aggregator, loop_implementation=loop_implementation
     )
   model_weights_type = initial_model_weights_fn.type_signature.result
   if model_distributor is None:
@@ -153,7 +108,7 @@ def build_fed_avg_process(
   return tff.learning.templates.compose_learning_process(
       initial_model_weights_fn,
       model_distributor,
-      count_nonfinite_updates(client_work),
+      client_work,
       model_aggregator.create(model_weights_type.trainable, tff.TensorType(np.float32)),
       tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer_fn, model_weights_type),
   )
@@ -168,13 +123,13 @@ def build_fed_sgd_process(
     loop_implementation: tff.learning.LoopImplementation = client_loop.LOOP_IMPLEMENTATION,
 ) -> tff.learning.templates.LearningProcess:
   """`tff.learning.algorithms.build_fed_sgd` for a no-arg `model_fn` returning a `VariableModel`, whose client work
-  also reports `num_nonfinite_updates` and `num_empty_datasets` (`count_nonfinite_updates`); its client loop
+  also reports `num_nonfinite_updates` and `num_empty_datasets` (`counting_client_work`); its client loop
   defaults to `DATASET_ITERATOR` (`client_loop`), TFF's to `DATASET_REDUCE`.
 
   TFF's FedSGD client update, like its model-delta one, returns a mean gradient with a NaN or Inf entry as zeros
   with weight 0 (it keeps the client's metrics), and an empty dataset's 0/0 gradient the same way: a client with a
   batch and weight 0 had a non-finite gradient. TFF 0.87's `build_fed_sgd` builds its client work with
-  `fed_sgd._build_fed_sgd_client_work`, used here as it does; the rest is the same composition. The aggregator
+  `fed_sgd._build_fed_sgd_client_work`, whose client update is used here; the rest is the same composition. The aggregator
   defaults to `tff.aggregators.MeanFactory()` and the metrics to `tff.learning.metrics.sum_then_finalize`.
   """
   if not callable(model_fn) or isinstance(model_fn, tff.learning.models.FunctionalModel):
@@ -182,8 +137,7 @@ def build_fed_sgd_process(
   server_optimizer_fn, model_aggregator, metrics_aggregator = with_fedavg_defaults(
       server_optimizer_fn, model_aggregator, metrics_aggregator
   )
-  client_work = fed_sgd._build_fed_sgd_client_work(  # pylint: disable=protected-access
+  client_work = counting_client_work.build_fed_sgd_client_work(
       model_fn, metrics_aggregator, loop_implementation=loop_implementation
   )
-  return compose_with_fedavg_parts(model_fn, count_nonfinite_updates(client_work), model_aggregator,
-                                   server_optimizer_fn)
+  return compose_with_fedavg_parts(model_fn, client_work, model_aggregator, server_optimizer_fn)

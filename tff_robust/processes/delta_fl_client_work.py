@@ -63,7 +63,8 @@ def build_filtering_client_work(
 
   @tff.tensorflow.computation(weights_type, data_type)
   def evaluate_loss(model_weights, dataset):
-    """(F_k(w_t), alpha_k, nonfinite): example-weighted mean loss of the broadcast model."""
+    """(F_k(w_t), alpha_k, nonfinite, empty): example-weighted mean loss of the broadcast model; whether the
+    dataset is empty (`federated_counting.is_empty_after`: read in this call, after the loss pass)."""
     model = model_fn()
 
     @tf.function  # automatic control dependencies: the weights are assigned before the forward passes
@@ -92,6 +93,7 @@ def build_filtering_client_work(
         tf.where(finite, loss, tf.zeros_like(loss)),
         tf.where(finite, weight, tf.zeros_like(weight)),
         tf.logical_not(finite),
+        federated_counting.is_empty_after(dataset, (loss_sum, count)),
     )
 
   @tff.federated_computation()
@@ -220,7 +222,7 @@ def build_filtering_client_work(
     measurements = collections.OrderedDict(
         train=metrics_aggregation_fn(model_outputs), filter=tff.federated_zip(filter_measurements),
         num_nonfinite_updates=federated_counting.count_flagged_clients(nonfinite_update),
-        num_empty_datasets=federated_counting.count_empty_datasets(client_data),
+        num_empty_datasets=tff.federated_sum(losses[3]),
     )
     return tff.templates.MeasuredProcessOutput(
         tff.federated_zip(new_state), result, tff.federated_zip(measurements)

@@ -113,30 +113,25 @@ def build_fedplus_process(
   kappa = 1.0 / (1.0 + local_training.learning_rate_of(client_optimizer_fn) * sigma)
   psi = _PSI_OF_VARIANT[variant]
 
-  def client_update_fn(weights_type, client_state_type, data_type):
-
-    @tff.tensorflow.computation(weights_type, client_state_type, data_type)
-    def client_update(global_weights, local_trainable, dataset):
-      global_trainable = list(global_weights.trainable)
-      local_trainable = list(local_trainable)
-      offset = tf.nest.map_structure(tf.subtract, local_trainable, global_trainable)
-      theta = prox_ops.prox(offset, psi, delta) if psi else tf.nest.map_structure(tf.zeros_like, offset)
-      anchor = tf.nest.map_structure(tf.add, global_trainable, theta)
-      start = tff.learning.models.ModelWeights(
-          trainable=[(1.0 - mixing) * w + mixing * g for w, g in zip(local_trainable, global_trainable)],
-          non_trainable=list(global_weights.non_trainable),
-      )
-      trained, num_examples, metrics = local_training.train_locally(
-          model_fn(), client_optimizer_fn, start, dataset, anchor=anchor, kappa=kappa
-      )
-      update = [g - w for w, g in zip(trained, global_trainable)]  # TFF's sign: applied as a gradient
-      weight = tf.cast(num_examples, tf.float32) if weighted else tf.constant(1.0)
-      return update, weight, trained, metrics
-
-    return client_update
+  def client_update(global_weights, local_trainable, dataset):
+    global_trainable = list(global_weights.trainable)
+    local_trainable = list(local_trainable)
+    offset = tf.nest.map_structure(tf.subtract, local_trainable, global_trainable)
+    theta = prox_ops.prox(offset, psi, delta) if psi else tf.nest.map_structure(tf.zeros_like, offset)
+    anchor = tf.nest.map_structure(tf.add, global_trainable, theta)
+    start = tff.learning.models.ModelWeights(
+        trainable=[(1.0 - mixing) * w + mixing * g for w, g in zip(local_trainable, global_trainable)],
+        non_trainable=list(global_weights.non_trainable),
+    )
+    trained, num_examples, metrics = local_training.train_locally(
+        model_fn(), client_optimizer_fn, start, dataset, anchor=anchor, kappa=kappa
+    )
+    update = [g - w for w, g in zip(trained, global_trainable)]  # TFF's sign: applied as a gradient
+    weight = tf.cast(num_examples, tf.float32) if weighted else tf.constant(1.0)
+    return update, weight, trained, metrics
 
   return stateful_clients.build_stateful_client_process(
-      model_fn, client_update_fn, lambda weights_type: weights_type.trainable, model_aggregator,
+      model_fn, client_update, lambda weights_type: weights_type.trainable, model_aggregator,
       server_optimizer_fn,
       initial_client_state=lambda state: tuple(state['global_model_weights'].trainable),
       personal_model_weights=lambda global_weights, local: tff.learning.models.ModelWeights(

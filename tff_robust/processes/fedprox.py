@@ -66,7 +66,8 @@ def build_fedprox_client_work(
       weight = tf.constant(1.0)
     update, weight, left_out = nonfinite.leave_out_if_nonfinite(update, weight)
     result = tff.learning.templates.ClientResult(update=update, update_weight=weight)
-    return result, structure_math.zeros_where(left_out, metrics), left_out
+    empty = federated_counting.is_empty_after(dataset, result)
+    return result, structure_math.zeros_where(left_out, metrics), left_out, empty
 
   @tff.federated_computation()
   def init_fn():
@@ -78,11 +79,11 @@ def build_fedprox_client_work(
       tff.FederatedType(data_type, tff.CLIENTS),
   )
   def next_fn(state, model_weights, client_data):
-    result, model_metrics, left_out = tff.federated_map(client_update, (model_weights, client_data))
+    result, model_metrics, left_out, empty = tff.federated_map(client_update, (model_weights, client_data))
     measurements = collections.OrderedDict(
         train=metrics_aggregation_fn(model_metrics),
         num_nonfinite_updates=federated_counting.count_flagged_clients(left_out),
-        num_empty_datasets=federated_counting.count_empty_datasets(client_data),
+        num_empty_datasets=tff.federated_sum(empty),
     )
     return tff.templates.MeasuredProcessOutput(state, result, tff.federated_zip(measurements))
 

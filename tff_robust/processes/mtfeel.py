@@ -145,6 +145,7 @@ def build_mtfeel_process(
             reported=keep * column,
             num_examples=num_examples * column,
             nonfinite=tf.cast(nonfinite, tf.float32),
+            empty=federated_counting.is_empty_after(client.dataset, (losses, gradients)),
         ),
         signs=indexed_clients.gradient_signs(gradients),
         keep=keep,
@@ -242,7 +243,7 @@ def build_mtfeel_process(
     metrics = tff.federated_zip(collections.OrderedDict(
         client_work=tff.federated_zip(collections.OrderedDict(
             train=tff.federated_zip(collections.OrderedDict(loss=stepped_alpha.train_loss)),
-            num_empty_datasets=federated_counting.count_empty_datasets(clients.dataset),
+            num_empty_datasets=report.empty,
         )),
         aggregator=tff.federated_zip(collections.OrderedDict(
             channel=voted.measurements,

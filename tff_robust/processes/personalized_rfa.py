@@ -59,29 +59,24 @@ def build_personalized_rfa_process(
   if server_optimizer_fn is None:
     server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
 
-  def client_update_fn(weights_type, client_state_type, data_type):
-
-    @tff.tensorflow.computation(weights_type, client_state_type, data_type)
-    def client_update(global_weights, offset, dataset):
-      model = model_fn()
-      global_trainable = list(global_weights.trainable)
-      non_trainable = list(global_weights.non_trainable)
-      start = tff.learning.models.ModelWeights(
-          trainable=[w + u for w, u in zip(global_trainable, offset)], non_trainable=non_trainable
-      )
-      personal, _, _ = local_training.train_locally(model, personal_optimizer_fn, start, dataset)
-      after_shared, num_examples, metrics = local_training.train_locally(
-          model, client_optimizer_fn,
-          tff.learning.models.ModelWeights(trainable=list(personal), non_trainable=non_trainable), dataset,
-      )
-      new_offset = tuple(p - w for p, w in zip(personal, global_trainable))
-      update = [p - s for p, s in zip(personal, after_shared)]  # w - w_i^(t+1), TFF's sign
-      return update, tf.cast(num_examples, tf.float32), new_offset, metrics
-
-    return client_update
+  def client_update(global_weights, offset, dataset):
+    model = model_fn()
+    global_trainable = list(global_weights.trainable)
+    non_trainable = list(global_weights.non_trainable)
+    start = tff.learning.models.ModelWeights(
+        trainable=[w + u for w, u in zip(global_trainable, offset)], non_trainable=non_trainable
+    )
+    personal, _, _ = local_training.train_locally(model, personal_optimizer_fn, start, dataset)
+    after_shared, num_examples, metrics = local_training.train_locally(
+        model, client_optimizer_fn,
+        tff.learning.models.ModelWeights(trainable=list(personal), non_trainable=non_trainable), dataset,
+    )
+    new_offset = tuple(p - w for p, w in zip(personal, global_trainable))
+    update = [p - s for p, s in zip(personal, after_shared)]  # w - w_i^(t+1), TFF's sign
+    return update, tf.cast(num_examples, tf.float32), new_offset, metrics
 
   return stateful_clients.build_stateful_client_process(
-      model_fn, client_update_fn, lambda weights_type: weights_type.trainable, aggregator, server_optimizer_fn,
+      model_fn, client_update, lambda weights_type: weights_type.trainable, aggregator, server_optimizer_fn,
       initial_client_state=lambda state: tuple(np.zeros_like(w) for w in state['global_model_weights'].trainable),
       personal_model_weights=lambda global_weights, offset: tff.learning.models.ModelWeights(
           trainable=[w + u for w, u in zip(global_weights.trainable, offset)],

@@ -67,6 +67,7 @@ def build_sign_sgd_process(
         collections.OrderedDict(
             loss=tf.where(keep, losses[0], 0.0), reporting=tf.cast(keep, tf.float32),
             nonfinite=tf.cast(nonfinite, tf.int32),
+            empty=federated_counting.is_empty_after(client.dataset, (losses, gradients)),
         ),
     )
 
@@ -107,7 +108,7 @@ def build_sign_sgd_process(
     metrics = tff.federated_zip(collections.OrderedDict(
         client_work=tff.federated_zip(collections.OrderedDict(
             train=tff.federated_zip(collections.OrderedDict(loss=tff.federated_map(mean_loss, totals))),
-            num_empty_datasets=federated_counting.count_empty_datasets(clients.dataset),
+            num_empty_datasets=totals.empty,
         )),
         aggregator=tff.federated_zip(collections.OrderedDict(
             channel=voted.measurements, num_nonfinite_clients=totals.nonfinite,

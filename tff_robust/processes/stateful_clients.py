@@ -79,7 +79,7 @@ class StatefulClientProcess(tff.templates.IterativeProcess):
 
 def build_stateful_client_process(
     model_fn: Callable[[], tff.learning.models.VariableModel],
-    client_update_fn: Callable,
+    client_update: Callable,
     client_state_type_fn: Callable,
     aggregator_factory: tff.aggregators.WeightedAggregationFactory,
     server_optimizer: tff.learning.optimizers.Optimizer,
@@ -92,11 +92,11 @@ def build_stateful_client_process(
 
   Args:
     model_fn: no-arg callable returning a `tff.learning.models.VariableModel`.
-    client_update_fn: called with (weights type, client state type, data type); returns a
-      `tff.tensorflow.computation` (global weights, client state, dataset) -> (update, update weight,
-      new client state, unfinalized model metrics). The update has the trainable weights' structure and,
-      as in TFF's model-delta client work, is the global model minus the client's model: the server
-      optimizer applies the aggregate as a gradient.
+    client_update: a Python function (global weights, client state, dataset) -> (update, update weight,
+      new client state, unfinalized model metrics), traced inside the round's one TensorFlow computation per
+      client (which also leaves out a non-finite result and reads whether the dataset is empty). The update
+      has the trainable weights' structure and, as in TFF's model-delta client work, is the global model
+      minus the client's model: the server optimizer applies the aggregate as a gradient.
     client_state_type_fn: maps the model's `ModelWeights` type to the `tff.Type` of one client's state.
     aggregator_factory: a `WeightedAggregationFactory` for the updates (created with float32 weights).
     server_optimizer: a `tff.learning.optimizers.Optimizer`; SGD with learning rate 1 adds the aggregate.
@@ -113,15 +113,12 @@ def build_stateful_client_process(
   """
   data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
   client_state_type = client_state_type_fn(weights_type)
-  client_update = client_update_fn(weights_type, client_state_type, data_type)
-  output_types = client_update.type_signature.result
-  update_type = output_types[0]
-  aggregator = aggregator_factory.create(update_type, tff.TensorType(np.float32))
-  finalizer = tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer, weights_type)
 
-  @tff.tensorflow.computation(*output_types, client_state_type)
-  def leave_out_if_nonfinite(update, weight, new_client_state, model_metrics, client_state):
-    """A non-finite (update, weight, new state) becomes (zeros, 0, the previous state) with zero metrics."""
+  @tff.tensorflow.computation(weights_type, client_state_type, data_type)
+  def client_step(global_weights, client_state, dataset):
+    """`client_update`, then: a non-finite (update, weight, new state) becomes (zeros, 0, the previous state)
+    with zero metrics; also 1 if left out, 1 if the dataset is empty (`federated_counting.is_empty_after`)."""
+    update, weight, new_client_state, model_metrics = client_update(global_weights, client_state, dataset)
     update, weight, left_out = nonfinite.leave_out_if_nonfinite(update, weight, new_client_state)
     kept_state = tf.nest.pack_sequence_as(new_client_state, [
         tf.where(left_out, previous, new)
@@ -133,7 +130,11 @@ def build_stateful_client_process(
         kept_state,
         structure_math.zeros_where(left_out, model_metrics),
         tf.cast(left_out, tf.int32),
+        federated_counting.is_empty_after(dataset, (update, weight, kept_state)),
     )
+
+  aggregator = aggregator_factory.create(client_step.type_signature.result[0], tff.TensorType(np.float32))
+  finalizer = tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer, weights_type)
 
   @tff.tensorflow.computation
   def initial_model_weights_fn():
@@ -153,12 +154,9 @@ def build_stateful_client_process(
       tff.FederatedType(client_state_type, tff.CLIENTS),
   )
   def next_fn(state, client_data, client_states):
-    outputs = tff.federated_map(client_update, (
+    outputs = tff.federated_map(client_step, (
         tff.federated_broadcast(state.global_model_weights), client_states, client_data,
     ))
-    outputs = tff.federated_map(
-        leave_out_if_nonfinite, (outputs[0], outputs[1], outputs[2], outputs[3], client_states)
-    )
     update, weight, new_client_states, model_metrics = outputs[0], outputs[1], outputs[2], outputs[3]
     aggregated = aggregator.next(state.aggregator, update, weight)
     finalized = finalizer.next(state.finalizer, state.global_model_weights, aggregated.result)
@@ -168,7 +166,7 @@ def build_stateful_client_process(
     metrics = tff.federated_zip(collections.OrderedDict(
         client_work=tff.federated_zip(collections.OrderedDict(
             train=metrics_aggregation_fn(model_metrics), num_nonfinite_updates=tff.federated_sum(outputs[4]),
-            num_empty_datasets=federated_counting.count_empty_datasets(client_data),
+            num_empty_datasets=tff.federated_sum(outputs[5]),
         )),
         aggregator=aggregated.measurements,
         finalizer=finalized.measurements,

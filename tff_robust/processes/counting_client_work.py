@@ -30,6 +30,7 @@ from tensorflow_federated.python.learning.algorithms import fed_sgd
 from tensorflow_federated.python.learning.templates import model_delta_client_work
 
 from tff_robust.aggregators import federated_counting
+from tff_robust.processes import model_types
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,9 +133,7 @@ def build_model_delta_client_work(
   """`tff.learning.templates.build_model_delta_client_work` (the client optimizer's hyperparameters as state,
   `get_hparams`/`set_hparams` included) with the two counts; `metrics_aggregator` is required (TFF's default
   is `tff.learning.metrics.sum_then_finalize`)."""
-  with tf.Graph().as_default():  # as TFF does: the model's variables stay out of the global graph
-    model = model_fn()
-    aggregate_metrics = metrics_aggregator(model.metric_finalizers())
+  dataset_type, weights_type, aggregate_metrics = model_types.model_types(model_fn, metrics_aggregator)
   whimsy_state = optimizer.initialize(tf.TensorSpec(shape=(), dtype=tf.float32))
   initial_hparams = optimizer.get_hparams(whimsy_state)
   initialize = tff.federated_computation(lambda: tff.federated_value(initial_hparams, tff.SERVER))
@@ -149,8 +148,8 @@ def build_model_delta_client_work(
   return _build(
       _ClientTraining(
           initialize=initialize,
-          weights_type=tff.learning.models.weights_type_from_model(model),
-          dataset_type=tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec)),
+          weights_type=weights_type,
+          dataset_type=dataset_type,
           train=train,
           aggregate_metrics=aggregate_metrics,
           state_at_clients=True,
@@ -204,9 +203,7 @@ def build_fed_sgd_client_work(
 ) -> tff.learning.templates.ClientWorkProcess:
   """TFF 0.87's FedSGD client work (`fed_sgd._build_fed_sgd_client_work`, that of `build_fed_sgd`: stateless,
   a mean gradient weighted by the number of examples) with the two counts."""
-  with tf.Graph().as_default():
-    model = model_fn()
-    aggregate_metrics = metrics_aggregator(model.metric_finalizers())
+  dataset_type, weights_type, aggregate_metrics = model_types.model_types(model_fn, metrics_aggregator)
 
   def train(hparams, weights, dataset):
     del hparams  # stateless
@@ -218,8 +215,8 @@ def build_fed_sgd_client_work(
   return _build(
       _ClientTraining(
           initialize=_stateless_initialize(),
-          weights_type=tff.learning.models.weights_type_from_model(model),
-          dataset_type=tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec)),
+          weights_type=weights_type,
+          dataset_type=dataset_type,
           train=train,
           aggregate_metrics=aggregate_metrics,
           state_at_clients=False,

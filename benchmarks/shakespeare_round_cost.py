@@ -11,7 +11,10 @@ on the same windows:
   epoch, client learning rate 0.64, server 1.0, `--max_client_examples`): the round's client data built by the
   runner's own data path (`client_pipelines.cohort_client_data` over `corruption.make_client_data_fn` and
   `client_pipelines.max_examples`), then `process.next` of `algorithms.build_learning_process('fedavg', ...)`.
-  Its *data* and *next* parts are also shown apart.
+  As in the runner's loop, round t + 1's data is built on a background thread while round t's `next` runs
+  (`round_data_prefetch`). Its *data* part (waiting for the round's data, plus what the next round's build
+  outlasts `next` by, so that no build overlaps another method) and *next* part are also shown apart; CPU counts
+  the background build, wherever it falls.
 * *plain TFF*: `tff.learning.algorithms.build_weighted_fed_avg` with the same model and optimizers on in-memory
   datasets (`from_tensor_slices(windows).batch(10)`) of exactly the windows the runner's clients trained on that
   round, with TFF's default loop (`dataset.reduce`) and with `LoopImplementation.DATASET_ITERATOR`.
@@ -45,6 +48,7 @@ from tff_robust.runtime import execution_context  # pylint: disable=g-import-not
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import client_pipelines  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import round_data_prefetch  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation.tasks import paper_models  # pylint: disable=g-import-not-at-top
 
@@ -147,11 +151,17 @@ class _Clock:
   def _cpu(self) -> float:
     return process_stats.cpu_seconds('self') + process_stats.cpu_seconds(self.worker_pid)
 
-  def time(self, name: str, call):
+  def time(self, name: str, call, *, add: bool = False):
+    """Times `call()` as a new measurement of `name`, or (`add`) as more of its last one."""
     wall, cpu = time.perf_counter(), self._cpu()
     result = call()
-    self.wall[name].append(time.perf_counter() - wall)
-    self.cpu[name].append(self._cpu() - cpu)
+    wall, cpu = time.perf_counter() - wall, self._cpu() - cpu
+    if add:
+      self.wall[name][-1] += wall
+      self.cpu[name][-1] += cpu
+    else:
+      self.wall[name].append(wall)
+      self.cpu[name].append(cpu)
     return result
 
 
@@ -170,12 +180,21 @@ def measure_cohort(task_name: str, roles: int, rounds: int, keras_floor: KerasFl
   transform = client_pipelines.max_examples(_MAX_CLIENT_EXAMPLES.value, epochs=1, batch_size=BATCH_SIZE)
   client_ids = list(task.train_data.client_ids)
   rng = np.random.default_rng(_SEED.value)
+
+  def draw_cohort() -> list:
+    return list(rng.choice(client_ids, size=roles, replace=False))
+
+  prefetcher = round_data_prefetch.RoundDataPrefetcher(
+      lambda round_num, cohort: client_pipelines.cohort_client_data(
+          task.train_data, client_data_fn, cohort, transform, _SEED.value, round_num))
   clock = _Clock(worker_pid)
+  cohort = draw_cohort()
   for round_num in range(1, rounds + 2):
-    cohort = list(rng.choice(client_ids, size=roles, replace=False))
-    data = clock.time('runner: data', lambda: client_pipelines.cohort_client_data(
-        task.train_data, client_data_fn, cohort, transform, _SEED.value, round_num))
+    data = clock.time('runner: data', lambda: prefetcher.get(round_num, cohort))
+    cohort = draw_cohort()
+    prefetcher.start(round_num + 1, cohort)  # as the runner's loop: built while this round trains
     states[RUNNER] = clock.time('runner: next', lambda: runner.next(states[RUNNER], data)).state
+    clock.time('runner: data', prefetcher.wait, add=True)  # what the build outlasts `next` by: still the runner's
     cohort_windows = [windows_of(dataset) for dataset in data]  # what the runner's clients trained on
     for name, process in plain.items():
       datasets = [in_memory(windows) for windows in cohort_windows]
@@ -192,12 +211,14 @@ def measure_cohort(task_name: str, roles: int, rounds: int, keras_floor: KerasFl
   profile = None
   if _PERF_ROUNDS.value and process_stats.perf_available():
     def runner_rounds():
+      nonlocal cohort
       for round_num in range(rounds + 2, rounds + 2 + _PERF_ROUNDS.value):
-        cohort = list(rng.choice(client_ids, size=roles, replace=False))
-        data = client_pipelines.cohort_client_data(
-            task.train_data, client_data_fn, cohort, transform, _SEED.value, round_num)
+        data = prefetcher.get(round_num, cohort)
+        cohort = draw_cohort()
+        prefetcher.start(round_num + 1, cohort)
         states[RUNNER] = runner.next(states[RUNNER], data).state
     profile = process_stats.perf_profile(worker_pid, runner_rounds, process_stats.PERF_CATEGORIES)
+  prefetcher.close()
   return medians, profile
 
 

@@ -21,6 +21,7 @@ from tff_robust.simulation import client_state_store
 from tff_robust.simulation import counted_updates
 from tff_robust.simulation import metrics_csv
 from tff_robust.simulation import metrics_utils
+from tff_robust.simulation import round_data_prefetch
 from tff_robust.simulation import schedules
 from tff_robust.simulation.tasks import base
 from tff_robust.simulation.tasks import evaluation
@@ -76,8 +77,9 @@ def run_training(
   """Trains for `total_rounds` rounds and writes `metrics.csv`, TensorBoard logs and `summary.json`.
 
   Each round samples `clients_per_round` clients without replacement (RFA Alg. 1, line 2) with a NumPy
-  generator seeded by `seed`, and feeds `client_data_fn(client_id)` of each to the process. Held-out metrics are computed every `rounds_per_eval` rounds and after the
-  last round. Metrics go through `tff.program` release managers keyed by round number.
+  generator seeded by `seed`, and feeds `client_data_fn(client_id)` of each to the process; round t + 1's cohort is
+  drawn and its client data built on a background thread while round t trains (`round_data_prefetch`: the same
+  data, in the same order). Held-out metrics are computed every `rounds_per_eval` rounds and after the last round. Metrics go through `tff.program` release managers keyed by round number.
 
   `initial_model_weights` (e.g. drawn per seed) replace the process's own initial model, which is the same
   for every run of one process.
@@ -195,13 +197,24 @@ def run_training(
   checkpoint_round = restored[0] if restored is not None else None
   nonfinite_round = stop_round = None
   round_num = first_round
+
+  def draw_cohort() -> list:
+    return client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
+
+  prefetcher = round_data_prefetch.RoundDataPrefetcher(
+      lambda round_num, cohort: client_pipelines.cohort_client_data(
+          task.train_data, client_data_fn, cohort, cohort_transform, seed, round_num)
+  )
+  cohort = draw_cohort() if first_round <= total_rounds else None
   progress = tqdm.trange(first_round, total_rounds + 1, desc=task.name, unit='round', disable=not show_progress)
   try:
     for round_num in progress:
-      cohort = client_ids if indexed else list(rng.choice(client_ids, size=clients_per_round, replace=False))
-      client_data = client_pipelines.cohort_client_data(
-          task.train_data, client_data_fn, cohort, cohort_transform, seed, round_num
-      )
+      client_data = prefetcher.get(round_num, cohort)
+      rng_after_round = checkpoints.rng_state_to_json(rng)  # before the next round's draw: what a resume starts from
+      next_cohort = None
+      if round_num < total_rounds:  # the next round's data is built while this one trains
+        next_cohort = draw_cohort()
+        prefetcher.start(round_num + 1, next_cohort)
       if client_learning_rate_schedule is not None:
         state = schedules.set_client_learning_rate(process, state, client_learning_rate_schedule(round_num))
       start = time.perf_counter()
@@ -252,15 +265,18 @@ def run_training(
         break
       if checkpointer is not None and round_num % rounds_per_checkpoint == 0:
         checkpointer.save(round_num, collections.OrderedDict(
-            server_state=state, rng=checkpoints.rng_state_to_json(rng), secure_average_calls=secure_average_calls,
+            server_state=state, rng=rng_after_round, secure_average_calls=secure_average_calls,
             round_seconds=np.asarray(round_seconds, np.float64),
         ))
         checkpoint_round = round_num
+      cohort = next_cohort
   except KeyboardInterrupt:
     progress.close()
     raise Interrupted(_interruption_message(
         round_num, total_rounds, checkpoint_round, checkpointer and checkpointer.root_dir
     )) from None
+  finally:
+    prefetcher.close()
   progress.close()
   if first_round > total_rounds:  # resumed from a checkpoint of the last round: the run had finished
     released, device_metrics = _evaluate(

@@ -79,7 +79,9 @@ def run_training(
   Each round samples `clients_per_round` clients without replacement (RFA Alg. 1, line 2) with a NumPy
   generator seeded by `seed`, and feeds `client_data_fn(client_id)` of each to the process; round t + 1's cohort is
   drawn and its client data built on a background thread while round t's `process.next` runs
-  (`round_data_prefetch`: the same data, in the same order). Held-out metrics are computed every `rounds_per_eval` rounds and after the last round. Metrics go through `tff.program` release managers keyed by round number.
+  (`round_data_prefetch`: the same data, in the same order). Held-out metrics are computed every
+  `rounds_per_eval` rounds and after the last round. Metrics go through `tff.program` release managers keyed by
+  round number.
 
   `initial_model_weights` (e.g. drawn per seed) replace the process's own initial model, which is the same
   for every run of one process.

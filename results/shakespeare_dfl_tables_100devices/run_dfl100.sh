@@ -16,8 +16,9 @@ run() {  # experiment name, flags...
   [ -f $out/$exp/summary.json ] && .venv/bin/python -c "import json, sys; sys.exit(json.load(open(sys.argv[1]))['rounds'] < $rounds)" $out/$exp/summary.json && return
   mkdir -p $out
   echo "$(date -Is) start $exp" >> $out/../wall_times.log
-  nice -n 19 .venv/bin/python -m experiments.train "${common[@]}" "$@" --experiment_name=$exp > $out/$exp.log 2>&1
-  echo "$(date -Is) end $exp status $?" >> $out/../wall_times.log
+  nice -n 19 .venv/bin/python -m experiments.train "${common[@]}" "$@" --experiment_name=$exp >> $out/$exp.log 2>&1
+  local status=$?  # read before any other command (a `$(date)` beside it would report its own status)
+  echo "$(date -Is) end $exp status $status" >> $out/../wall_times.log
 }
 for seed in 0 1 2; do
   run fedavg_seed$seed --algorithm=fedavg --seed=$seed &

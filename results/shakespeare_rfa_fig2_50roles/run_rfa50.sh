@@ -21,7 +21,7 @@ for seed in 0 1 2; do
       mkdir -p $out
       echo "$(date -Is) start $exp" >> $out/../wall_times.log
       ( nice -n 19 .venv/bin/python -m experiments.train "${common[@]}" "${c[@]}" --algorithm=$alg --seed=$seed \
-          --experiment_name=$exp > $out/$exp.log 2>&1; echo "$(date -Is) end $exp status $?" >> $out/../wall_times.log ) &
+          --experiment_name=$exp > $out/$exp.log 2>&1; s=$?; echo "$(date -Is) end $exp status $s" >> $out/../wall_times.log ) &
       pids+=($!)
     done
     for p in "${pids[@]}"; do wait $p; done

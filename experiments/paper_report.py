@@ -15,7 +15,9 @@ Writes to --output_dir:
   dfl_tables.md, dfl_test_device_error.png        Delta-FL Tables 2-3: 90th percentile and mean test-device
       error (%), FedAvg and theta = 0.8, 0.5, 0.1, beside the paper's five rows;
   dfl_device_histograms.png   Delta-FL Fig. 4: histograms of the per-device test error and training loss, one
-      row per task x method (from the devices.csv of run directories; experiments/device_histograms.py).
+      row per task x method (from the devices.csv of run directories; experiments/device_histograms.py);
+  dfl_metrics_vs_rounds.png   Delta-FL runs' test accuracy and test-device error p90 and mean against rounds,
+      one line per method (from the metrics.csv of run directories; experiments/convergence_curves.py).
 A file is written only when some input has runs of its kind. The table logic is experiments/paper_tables.py.
 Runs are averaged over seeds only where they differ in nothing else: runs that differ in a recorded setting
 (run_settings.json, summary.json) are reported apart, titled with what differs (experiments/setting_groups.py);
@@ -51,6 +53,10 @@ def main(argv):
     dfl_text = paper_tables.dfl_tables(records, published) if 'dfl' in kinds else None
     curves = convergence_curves.load_curves(_INPUTS.value)
     convergence_curves.convergence_panels(curves)
+    dfl_curves = {metric: convergence_curves.load_curves(_INPUTS.value, kind='dfl', metric=metric)
+                  for metric in convergence_curves.DFL_METRICS}
+    for metric_curves in dfl_curves.values():
+      convergence_curves.convergence_panels(metric_curves)
     device_values, labels = device_histograms.load_from_runs(_INPUTS.value)
   except (OSError, ValueError, KeyError) as error:
     raise app.UsageError(f'--inputs: {error}') from error
@@ -75,6 +81,10 @@ def main(argv):
       f.write(dfl_text)
     paper_tables.plot_dfl(records, os.path.join(_OUTPUT_DIR.value, 'dfl_test_device_error.png'))
     written += ['dfl_tables.md', 'dfl_test_device_error.png']
+  if any(dfl_curves.values()):
+    convergence_curves.plot_against_rounds(dfl_curves, convergence_curves.DFL_METRICS,
+                                           os.path.join(_OUTPUT_DIR.value, 'dfl_metrics_vs_rounds.png'))
+    written.append('dfl_metrics_vs_rounds.png')
   if labels:
     device_histograms.plot_histograms(device_values, labels,
                                       os.path.join(_OUTPUT_DIR.value, 'dfl_device_histograms.png'))

@@ -32,7 +32,7 @@ def test_calls_are_rounds_times_the_runs_calls_per_round(tmp_path):
   curve = convergence_curves.load_curve(str(tmp_path / 'rfa'))
   assert curve.rounds == (2, 4, 6)
   assert curve.calls == (6.0, 12.0, 18.0)
-  assert curve.accuracy == (0.5, 0.7, 0.8)
+  assert curve.values == (0.5, 0.7, 0.8) and curve.metric == 'eval/accuracy'
   assert (curve.record.algorithm, curve.record.seed) == ('rfa', 0)
 
 
@@ -109,3 +109,47 @@ def test_curves_that_differ_in_a_setting_are_drawn_in_panels_of_their_own(tmp_pa
       [('rfa', [0, 1])], [('rfa', [0, 1])]]
   drawn = _drawn_figure(monkeypatch, curves, str(tmp_path / 'calls.png'))
   assert len(drawn.axes) == 4
+
+
+def _write_dfl_run(directory, *, algorithm, seed, theta, errors_p90):
+  """A Delta-FL-kind run (the Shakespeare GRU task) evaluated at the rounds of `errors_p90` ({round: p90})."""
+  from tff_robust.simulation import run_settings  # pylint: disable=g-import-not-at-top
+  directory.mkdir(parents=True)
+  last = max(errors_p90)
+  (directory / 'summary.json').write_text(json.dumps(dict(
+      algorithm=algorithm, task='shakespeare_gru_dfl', seed=seed, rounds=last, secure_average_calls=last,
+      conformity_level=theta,
+      **{'eval/accuracy': 1 - errors_p90[last], 'eval/error_p90': errors_p90[last],
+         'eval/error_mean': errors_p90[last] - 0.02})))
+  with open(directory / 'metrics.csv', 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=['round', 'eval/accuracy', 'eval/error_p90', 'eval/error_mean'])
+    writer.writeheader()
+    for r, p90 in sorted(errors_p90.items()):
+      writer.writerow({'round': r, 'eval/accuracy': 1 - p90, 'eval/error_p90': p90, 'eval/error_mean': p90 - 0.02})
+  run_settings.record(str(directory), {'algorithm': algorithm, 'conformity_level': theta})
+
+
+def test_delta_fl_runs_get_their_error_curves_against_rounds(tmp_path):
+  runs = tmp_path / 'runs'
+  for seed in (0, 1):
+    _write_dfl_run(runs / f'fedavg_{seed}', algorithm='fedavg', seed=seed, theta=1.0,
+                   errors_p90={3: 0.8, 6: 0.70 + 0.02 * seed})
+    _write_dfl_run(runs / f'dfl_{seed}', algorithm='delta_fl', seed=seed, theta=0.5,
+                   errors_p90={3: 0.8, 6: 0.74 + 0.02 * seed})
+    _write_dfl_run(runs / f'dfl08_{seed}', algorithm='delta_fl', seed=seed, theta=0.8,
+                   errors_p90={3: 0.8, 6: 0.72 + 0.02 * seed})
+  assert convergence_curves.load_curves([str(runs)]) == []  # no RFA-kind run: no accuracy-vs-calls figure
+  curves = convergence_curves.load_curves([str(runs)], kind='dfl', metric='eval/error_p90')
+  (_, lines), = convergence_curves.convergence_panels(curves)
+  assert [name for name, _ in lines] == ['fedavg', 'delta_fl θ=0.8', 'delta_fl θ=0.5']  # a line per theta
+  xs, mean, low, high = convergence_curves.seed_band(lines[2][1], 'rounds')
+  np.testing.assert_allclose(xs, [3, 6])
+  np.testing.assert_allclose(mean, [80.0, 75.0])
+  np.testing.assert_allclose([low[1], high[1]], [74.0, 76.0])
+  result = subprocess.run(
+      [sys.executable, '-m', 'experiments.paper_report', f'--inputs={runs}', f'--output_dir={tmp_path / "out"}'],
+      cwd=_REPO, capture_output=True, text=True, timeout=300,
+  )
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert (tmp_path / 'out' / 'dfl_metrics_vs_rounds.png').stat().st_size > 10_000
+  assert not (tmp_path / 'out' / 'rfa_accuracy_vs_calls.png').exists()

@@ -56,6 +56,9 @@ _GRPC_CHANNEL_OPTIONS = [
 ]
 _WORKER_START_TIMEOUT_SECONDS = 60.0
 _WORKER_STOP_TIMEOUT_SECONDS = 10.0
+# Where TFF 0.87 defines the worker manager of its import-time context (`local_cpp_executor_factory`).
+_TFF_SERVICE_MANAGER_MODULE = 'tensorflow_federated.python.core.impl.executor_stacks.executor_factory'
+
 _UNIX_SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
 
 
@@ -386,10 +389,33 @@ def discard_tff_default_context() -> None:
   TFF's own context holds a worker manager whose `__del__` prints an ignored `AttributeError ... 'Popen'` at
   interpreter exit. A binary that may exit before installing its context (a refused command, missing data)
   calls this first, so that it exits quietly.
+
+  A worker that context started is stopped here (`_stop_tff_default_workers`): the manager's `__del__` stops it
+  with SIGINT and waits without limit, which never returns where SIGINT is ignored (a process started in the
+  background by a shell, `nohup`, and every process it starts).
   """
   if not _context_installed:
+    _stop_tff_default_workers()
     tff_default_context.set_no_default_context()
     gc.collect()  # the manager sits in reference cycles: collect it while `subprocess` is still importable
+
+
+def _stop_tff_default_workers() -> None:
+  """Stops the worker of every live `ServiceManager` of TFF's import-time context (SIGTERM, then SIGKILL after a
+  grace period) and empties the manager, so that its `__del__` has nothing left to signal or wait for."""
+  for manager in gc.get_objects():
+    if (type(manager).__module__ != _TFF_SERVICE_MANAGER_MODULE or type(manager).__name__ != 'ServiceManager'
+        or not isinstance(getattr(manager, '_process', None), subprocess.Popen)):
+      continue
+    process = manager._process  # pylint: disable=protected-access
+    if process.poll() is None:
+      process.terminate()
+      try:
+        process.wait(timeout=_WORKER_STOP_TIMEOUT_SECONDS)
+      except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    manager._process = None  # pylint: disable=protected-access
 
 
 def set_local_execution_context(

@@ -12,8 +12,8 @@ on the same windows:
   runner's own data path (`client_pipelines.cohort_client_data` over `corruption.make_client_data_fn` and
   `client_pipelines.max_examples`), then `process.next` of `algorithms.build_learning_process('fedavg', ...)`.
   As in the runner's loop, round t + 1's data is built on a background thread while round t's `next` runs
-  (`round_data_prefetch`). Its *data* part (waiting for the round's data, plus what the next round's build
-  outlasts `next` by, so that no build overlaps another method) and *next* part are also shown apart; CPU counts
+  (`round_data_prefetch`). Its *data* part (waiting for the round's data and starting the next round's build, plus
+  what that build outlasts `next` by, so that no build overlaps another method) and *next* part are also shown apart; CPU counts
   the background build, wherever it falls.
 * *plain TFF*: `tff.learning.algorithms.build_weighted_fed_avg` with the same model and optimizers on in-memory
   datasets (`from_tensor_slices(windows).batch(10)`) of exactly the windows the runner's clients trained on that
@@ -187,12 +187,20 @@ def measure_cohort(task_name: str, roles: int, rounds: int, keras_floor: KerasFl
   prefetcher = round_data_prefetch.RoundDataPrefetcher(
       lambda round_num, cohort: client_pipelines.cohort_client_data(
           task.train_data, client_data_fn, cohort, transform, _SEED.value, round_num))
-  clock = _Clock(worker_pid)
   cohort = draw_cohort()
-  for round_num in range(1, rounds + 2):
-    data = clock.time('runner: data', lambda: prefetcher.get(round_num, cohort))
+
+  def runner_data(round_num: int) -> list:
+    """Round `round_num`'s data, and the next round's cohort drawn and its build started, as the runner's loop:
+    built while this round trains."""
+    nonlocal cohort
+    data = prefetcher.get(round_num, cohort)
     cohort = draw_cohort()
-    prefetcher.start(round_num + 1, cohort)  # as the runner's loop: built while this round trains
+    prefetcher.start(round_num + 1, cohort)
+    return data
+
+  clock = _Clock(worker_pid)
+  for round_num in range(1, rounds + 2):
+    data = clock.time('runner: data', lambda: runner_data(round_num))
     states[RUNNER] = clock.time('runner: next', lambda: runner.next(states[RUNNER], data)).state
     clock.time('runner: data', prefetcher.wait, add=True)  # what the build outlasts `next` by: still the runner's
     cohort_windows = [windows_of(dataset) for dataset in data]  # what the runner's clients trained on
@@ -211,12 +219,8 @@ def measure_cohort(task_name: str, roles: int, rounds: int, keras_floor: KerasFl
   profile = None
   if _PERF_ROUNDS.value and process_stats.perf_available():
     def runner_rounds():
-      nonlocal cohort
       for round_num in range(rounds + 2, rounds + 2 + _PERF_ROUNDS.value):
-        data = prefetcher.get(round_num, cohort)
-        cohort = draw_cohort()
-        prefetcher.start(round_num + 1, cohort)
-        states[RUNNER] = runner.next(states[RUNNER], data).state
+        states[RUNNER] = runner.next(states[RUNNER], runner_data(round_num)).state
     profile = process_stats.perf_profile(worker_pid, runner_rounds, process_stats.PERF_CATEGORIES)
   prefetcher.close()
   return medians, profile

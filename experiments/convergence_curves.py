@@ -114,6 +114,14 @@ def convergence_panels(curves: Sequence[Curve]) -> list[tuple[str, list[tuple[st
   return panels
 
 
+def _draw_seed_band(ax, line_curves: Sequence[Curve], x: str, index: int, name: str) -> None:
+  """One line on `ax`: the mean over seeds against `x` with a marker at every evaluation, and the min-max band,
+  in the `index`-th colour."""
+  xs, mean, low, high = seed_band(line_curves, x)
+  ax.plot(xs, mean, color=f'C{index % 10}', marker='o', markersize=4, label=name)
+  ax.fill_between(xs, low, high, color=f'C{index % 10}', alpha=0.2)
+
+
 def plot_convergence(curves: Sequence[Curve], path: str) -> None:
   """Two rows of panels, one column per `convergence_panels` panel: accuracy (%) against oracle calls (top) and
   against rounds (bottom), one line per algorithm (mean over seeds, min-max band), a marker at every evaluation
@@ -126,10 +134,7 @@ def plot_convergence(curves: Sequence[Curve], path: str) -> None:
   for column, (title, lines) in enumerate(panels):
     for index, (name, line_curves) in enumerate(lines):
       for row, x in enumerate(('calls', 'rounds')):
-        xs, mean, low, high = seed_band(line_curves, x)
-        ax = axes[row][column]
-        ax.plot(xs, mean, color=f'C{index % 10}', marker='o', markersize=4, label=name)
-        ax.fill_between(xs, low, high, color=f'C{index % 10}', alpha=0.2)
+        _draw_seed_band(axes[row][column], line_curves, x, index, name)
     axes[0][column].set_title(title, fontsize=9)
     axes[0][column].set(xlabel='secure-average oracle calls', ylabel='test accuracy (%)')
     axes[1][column].set(xlabel='rounds (outer iterations)', ylabel='test accuracy (%)')
@@ -155,9 +160,7 @@ def plot_against_rounds(curves_by_metric: dict[str, Sequence[Curve]], labels: di
     for column, (title, lines) in enumerate(panels):
       ax = axes[row][column]
       for index, (name, line_curves) in enumerate(lines):
-        xs, mean, low, high = seed_band(line_curves, 'rounds')
-        ax.plot(xs, mean, color=f'C{index % 10}', marker='o', markersize=4, label=name)
-        ax.fill_between(xs, low, high, color=f'C{index % 10}', alpha=0.2)
+        _draw_seed_band(ax, line_curves, 'rounds', index, name)
       ax.set_title(title, fontsize=9)
       ax.set(xlabel='rounds', ylabel=labels[metric])
       ax.grid(alpha=0.3)

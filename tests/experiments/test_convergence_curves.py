@@ -27,6 +27,14 @@ def _write_run(directory, *, algorithm, seed, calls_per_round, accuracies, round
       writer.writerow({'round': r, 'train/loss': 1.0 / r, 'eval/accuracy': accuracies.get(r, '')})
 
 
+def _paper_report(runs, output_dir) -> subprocess.CompletedProcess:
+  """`python -m experiments.paper_report` on the run directories below `runs`, writing to `output_dir`."""
+  return subprocess.run(
+      [sys.executable, '-m', 'experiments.paper_report', f'--inputs={runs}', f'--output_dir={output_dir}'],
+      cwd=_REPO, capture_output=True, text=True, timeout=300,
+  )
+
+
 def test_calls_are_rounds_times_the_runs_calls_per_round(tmp_path):
   _write_run(tmp_path / 'rfa', algorithm='rfa', seed=0, calls_per_round=3, accuracies={2: 0.5, 4: 0.7, 6: 0.8})
   curve = convergence_curves.load_curve(str(tmp_path / 'rfa'))
@@ -54,10 +62,7 @@ def test_paper_report_draws_accuracy_against_calls_for_run_directories(tmp_path)
                accuracies={3: 0.6, 6: 0.79 + 0.01 * seed})
   curves = convergence_curves.load_curves([str(runs)])
   assert {(c.record.algorithm, c.calls[-1]) for c in curves} == {('fedavg', 6.0), ('rfa', 18.0)}
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.paper_report', f'--inputs={runs}', f'--output_dir={tmp_path / "out"}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=300,
-  )
+  result = _paper_report(runs, tmp_path / 'out')
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'rfa_accuracy_vs_calls.png' in result.stdout
   assert (tmp_path / 'out' / 'rfa_accuracy_vs_calls.png').stat().st_size > 10_000
@@ -146,10 +151,7 @@ def test_delta_fl_runs_get_their_error_curves_against_rounds(tmp_path):
   np.testing.assert_allclose(xs, [3, 6])
   np.testing.assert_allclose(mean, [80.0, 75.0])
   np.testing.assert_allclose([low[1], high[1]], [74.0, 76.0])
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.paper_report', f'--inputs={runs}', f'--output_dir={tmp_path / "out"}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=300,
-  )
+  result = _paper_report(runs, tmp_path / 'out')
   assert result.returncode == 0, result.stderr[-2000:]
   assert (tmp_path / 'out' / 'dfl_metrics_vs_rounds.png').stat().st_size > 10_000
   assert not (tmp_path / 'out' / 'rfa_accuracy_vs_calls.png').exists()

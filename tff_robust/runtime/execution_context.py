@@ -261,13 +261,7 @@ class LocalWorker:
       self._shut_down(keep_log=self._process.poll() is not None)
 
   def _shut_down(self, *, keep_log: bool) -> None:
-    if self._process.poll() is None:
-      self._process.terminate()
-      try:
-        self._process.wait(timeout=_WORKER_STOP_TIMEOUT_SECONDS)
-      except subprocess.TimeoutExpired:
-        self._process.kill()
-    self._process.wait()
+    _stop_process(self._process)
     self._process = None
     self._log_file.close()
     if os.path.exists(self._unix_socket):
@@ -407,15 +401,19 @@ def _stop_tff_default_workers() -> None:
     if (type(manager).__module__ != _TFF_SERVICE_MANAGER_MODULE or type(manager).__name__ != 'ServiceManager'
         or not isinstance(getattr(manager, '_process', None), subprocess.Popen)):
       continue
-    process = manager._process  # pylint: disable=protected-access
-    if process.poll() is None:
-      process.terminate()
-      try:
-        process.wait(timeout=_WORKER_STOP_TIMEOUT_SECONDS)
-      except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    _stop_process(manager._process)  # pylint: disable=protected-access
     manager._process = None  # pylint: disable=protected-access
+
+
+def _stop_process(process: subprocess.Popen) -> None:
+  """Stops `process` if it still runs (SIGTERM, then SIGKILL after `_WORKER_STOP_TIMEOUT_SECONDS`) and reaps it."""
+  if process.poll() is None:
+    process.terminate()
+    try:
+      process.wait(timeout=_WORKER_STOP_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+      process.kill()
+  process.wait()
 
 
 def set_local_execution_context(

@@ -60,7 +60,13 @@ def load_curve(run_dir: str, metric: str = 'eval/accuracy') -> Curve:
 def load_curves(inputs: Iterable[str], kind: str = 'rfa', metric: str = 'eval/accuracy') -> list[Curve]:
   """Curves of `metric` of every run of `kind` ('rfa' or 'dfl', `paper_tables.Record.kind`) below the directories
   among `inputs` that has both summary.json and metrics.csv and evaluated `metric` (other inputs, e.g. a sweep's
-  results.csv, hold no curves and are skipped)."""
+  results.csv, hold no curves and are skipped).
+
+  Raises:
+    ValueError: `kind` is neither 'rfa' nor 'dfl'.
+  """
+  if kind not in ('rfa', 'dfl'):
+    raise ValueError(f"kind must be 'rfa' or 'dfl', got {kind!r}")
   curves = [load_curve(root, metric)
             for root in paper_tables.run_directories(inputs, ('summary.json', 'metrics.csv'))]
   return [curve for curve in curves if curve.rounds and curve.record.kind == kind]

@@ -144,6 +144,8 @@ def test_delta_fl_runs_get_their_error_curves_against_rounds(tmp_path):
     _write_dfl_run(runs / f'dfl08_{seed}', algorithm='delta_fl', seed=seed, theta=0.8,
                    errors_p90={3: 0.8, 6: 0.72 + 0.02 * seed})
   assert convergence_curves.load_curves([str(runs)]) == []  # no RFA-kind run: no accuracy-vs-calls figure
+  with pytest.raises(ValueError, match="kind must be 'rfa' or 'dfl', got 'delta_fl'"):
+    convergence_curves.load_curves([str(runs)], kind='delta_fl')
   curves = convergence_curves.load_curves([str(runs)], kind='dfl', metric='eval/error_p90')
   (_, lines), = convergence_curves.convergence_panels(curves)
   assert [name for name, _ in lines] == ['fedavg', 'delta_fl θ=0.8', 'delta_fl θ=0.5']  # a line per theta

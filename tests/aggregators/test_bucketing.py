@@ -76,6 +76,21 @@ def test_bucket_size_one_is_the_inner_rule_over_the_clients():
   np.testing.assert_allclose(np.concatenate(output.result), expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize('keys', bucketing.KEYS)
+def test_bucket_size_one_stays_the_inner_rule_when_keys_tie(keys):
+  """Two key bins for 10 clients: keys must tie, and tied clients share a rank; each is still its own bucket."""
+  points, weights = _cloud(5)
+  process = bucketing.BucketingFactory(
+      geometric_median.GeometricMedianFactory(num_passes=4, smoothing=_SMOOTHING),
+      bucket_size=1, max_clients=10, keys=keys, key_bins=2,
+  ).create(*two_tensor_points.TYPES)
+  output = process.next(process.initialize(), two_tensor_points.client_values(points), list(weights))
+  expected = weiszfeld.smoothed_weiszfeld(points.astype(np.float64), weights.astype(np.float64), num_passes=4,
+                                          smoothing=_SMOOTHING, init='mean').iterates[-1]
+  np.testing.assert_allclose(np.concatenate(output.result), expected, rtol=1e-5, atol=1e-5)
+  assert output.measurements['num_buckets'] <= 2  # the ranks tie: at most two distinct ranks
+
+
 def test_over_a_mean_it_is_the_weighted_mean_and_a_smaller_cohort_leaves_buckets_empty():
   points, weights = _cloud(4, num_clients=7)
   process = bucketing.BucketingFactory(

@@ -97,7 +97,9 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
 
     Args:
       inner_factory: a `tff.aggregators.WeightedAggregationFactory`, the robust rule over the bucket means.
-      bucket_size: s, clients per bucket, an integer >= 1 (1: no bucketing, the inner rule over the clients).
+      bucket_size: s, clients per bucket, an integer >= 1 (1: no bucketing, the inner rule over the clients'
+        own values, exactly; the measurements still count the ranks, so two clients whose keys tie show as
+        one bucket of 2 in `bucket_sizes`).
       max_clients: the largest cohort, an integer >= 1; the stacked sums have ceil(max_clients / s) rows.
       keys: 'random' or 'hashed', how clients draw their keys (module docstring).
       seed: an integer >= 0 seeding the permutations of `keys='hashed'` (one per round).
@@ -178,6 +180,10 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       mean = widening.pack(wide_type, iter([t[bucket] for t in widening.leaves(means, stacked_type.values)]))
       return widening.narrow(mean, value_type), tf.cast(weight, weight_type.dtype)
 
+    @tff.tensorflow.computation(wide_type, tff.TensorType(weight_dtype))
+    def own_value(value, weight):
+      return widening.narrow(value, value_type), tf.cast(weight, weight_type.dtype)
+
     increment = tff.tensorflow.computation(lambda round_num: round_num + 1, np.int32)
 
     @tff.federated_computation()
@@ -196,7 +202,10 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       sums = sum_process.next(sum_process.initialize(), placed[0])
       sizes = sizes_process.next(sizes_process.initialize(), placed[1])
       means, num_nonempty = tff.federated_map(bucket_means, sums.result)
-      own = tff.federated_map(own_bucket_mean, (tff.federated_broadcast(means), bucket, weight))
+      if bucket_size == 1:  # each client is its own bucket, also when two clients' keys tie
+        own = tff.federated_map(own_value, (value, weight))
+      else:
+        own = tff.federated_map(own_bucket_mean, (tff.federated_broadcast(means), bucket, weight))
       inner = inner_process.next(state[0], own[0], own[1])
       measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=call_counts.total_calls((inner.measurements, inner_process), extra=1),

@@ -7,13 +7,27 @@ attack, beside the clean accuracy (rho = 0) and the secure-average calls per rou
 the minimum over attacks second: the worst case is that of an attacker who picks one attack for the whole run.
 
 Rows are the `results.csv` rows of `experiments.robustness_sweep` (parsed: `fraction` float, `accuracy` float), so
-the tables can be rebuilt from any results file. Imports no TensorFlow.
+the tables can be rebuilt from any results file, also one of a sweep still running or stopped (its missing runs
+are `-` cells and its incomplete rows have no worst case):
+
+  python -m experiments.worst_case_tables --results=DIR/results.csv [--output=DIR/worst_case.md]
+
+Imports no TensorFlow.
 """
 
 import collections
+import csv
+import os
 from typing import Iterable, Optional, Sequence
 
+from absl import app
+from absl import flags
 import numpy as np
+
+from tff_robust.command_line import finite_flags
+
+_RESULTS = flags.DEFINE_string('results', None, 'A results.csv of experiments.robustness_sweep, finished or not.')
+_OUTPUT = flags.DEFINE_string('output', None, 'The tables (markdown); default: worst_case.md beside --results.')
 
 
 def _means(rows: Iterable[dict]) -> dict:
@@ -82,3 +96,24 @@ def write_worst_case_tables(rows: Sequence[dict], path: str) -> None:
     sections += [f'## rho = {fraction:g}', '', worst_case_table(rows, fraction)]
   with open(path, 'w') as f:
     f.write('\n'.join(sections))
+
+
+def read_rows(path: str) -> list[dict]:
+  """The rows of a `results.csv` (values as strings; the tables parse the numbers they use)."""
+  with open(path, newline='') as f:
+    return list(csv.DictReader(f))
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
+  if not _RESULTS.value or not os.path.isfile(_RESULTS.value):
+    raise app.UsageError(f'--results must be an existing results.csv file, got {_RESULTS.value!r}')
+  output = _OUTPUT.value or os.path.join(os.path.dirname(_RESULTS.value), 'worst_case.md')
+  rows = read_rows(_RESULTS.value)
+  write_worst_case_tables(rows, output)
+  print(f'{len(rows)} runs; wrote {output}')
+
+
+if __name__ == '__main__':
+  app.run(main, flags_parser=finite_flags.parse_flags)

@@ -1,5 +1,10 @@
 """The worst-case tables: a defence's worst case is the smallest of its per-attack means over seeds."""
 
+import csv
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -76,3 +81,32 @@ def test_the_file_has_one_table_per_attacked_level(tmp_path):
   worst_case_tables.write_worst_case_tables(_rows(_ACCURACIES), str(path))
   text = path.read_text()
   assert text.count('## rho = ') == 2 and '## rho = 0.2' in text and '## rho = 0.25' in text
+
+
+def _command(*arguments) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, '-m', 'experiments.worst_case_tables', *arguments],
+                        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        capture_output=True, text=True, timeout=120)
+
+
+def test_the_command_rebuilds_the_tables_from_a_partial_results_csv(tmp_path):
+  rows = _rows(_ACCURACIES)
+  rows = [r for r in rows if not (r['algorithm'] == 'rfa' and r['corruption'] == 'ipm(eps=1)')]  # a stopped sweep
+  with open(tmp_path / 'results.csv', 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+  completed = _command(f'--results={tmp_path / "results.csv"}')
+  assert completed.returncode == 0, completed.stderr
+  assert f'{len(rows)} runs; wrote {tmp_path / "worst_case.md"}' in completed.stdout
+  worst_case_tables.write_worst_case_tables(rows, str(tmp_path / 'expected.md'))
+  text = (tmp_path / 'worst_case.md').read_text()
+  assert text == (tmp_path / 'expected.md').read_text()
+  fedavg_row, rfa_row = [line for line in text.split('## rho = 0.25')[0].splitlines() if line.startswith('| fedavg')
+                         or line.startswith('| rfa')]
+  assert fedavg_row.endswith('| **0.100** | omniscient |') and rfa_row.endswith('| - | - |')
+
+
+def test_the_command_names_a_missing_results_file(tmp_path):
+  completed = _command(f'--results={tmp_path / "absent.csv"}')
+  assert completed.returncode != 0 and '--results must be an existing results.csv file' in completed.stderr

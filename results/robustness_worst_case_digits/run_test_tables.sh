@@ -7,7 +7,10 @@
 #   2. the same at 1 local epoch (the runner's default);
 #   3. the baselines beside it (FedAvg, RFA, centered clipping, ARC + centered clipping) in the same tables;
 #   4. rho = 0.1 and Dirichlet(0.1).
-# `run_test_tables.sh --session2` skips phases 1-2 and runs the rest in the order of the second session (below).
+# Every sweep skips its finished runs, so the script can be rerun as it is until every table is done (a finished
+# sweep only rewrites its tables). The order is that of the third session (2026-11-27), after phases 1-2 and the
+# 5-epoch baselines had finished: the 1-epoch baselines, then at rho = 0.1 and on Dirichlet(0.1) the secure defences
+# beside the chain (centered clipping, ARC + centered clipping) before FedAvg and RFA.
 # Two sweeps at once (one per core), nice 5.
 cd "$(dirname "$0")/../.."  # the repository root
 export PYTHONPATH=$PWD
@@ -30,19 +33,17 @@ pair() {  # phase flags for both acceptance rhos
 lane() {  # one sweep after another on one core
   for step in "$@"; do eval "$step"; done
 }
-if [ "${1:-}" != --session2 ]; then  # phases 1-2 (done in the session of 2026-11-26 afternoon)
-  pair 5 --algorithms= "--defences=$chosen"
-  pair 1 --algorithms= "--defences=$chosen"
-fi
-# Session of 2026-11-26 night (--session2): the chosen defence at rho = 0.1 and on Dirichlet(0.1) first, so that every
-# setting of item 4 has the recommended defence's worst case, then the 5-epoch baselines, then the rest.
+pair 5 --algorithms= "--defences=$chosen"
+pair 1 --algorithms= "--defences=$chosen"
 lane "sweep dirichlet0.5_epochs5_rho0.1 0.1 --client_epochs_per_round=5 --algorithms= '--defences=$chosen'" \
      "sweep dirichlet0.5_epochs5_rho0.2 0.2 --client_epochs_per_round=5 --algorithms=fedavg,rfa '--defences=$baselines'" &
 lane "sweep dirichlet0.1_epochs5_rho0.25 0.25 --client_epochs_per_round=5 --label_concentration=0.1 --algorithms= '--defences=$chosen'" \
      "sweep dirichlet0.5_epochs5_rho0.25 0.25 --client_epochs_per_round=5 --algorithms=fedavg,rfa '--defences=$baselines'" &
 wait
 pair 1 --algorithms=fedavg,rfa "--defences=$baselines"
-sweep dirichlet0.5_epochs5_rho0.1 0.1 --client_epochs_per_round=5 --algorithms=fedavg,rfa "--defences=$baselines" &
-sweep dirichlet0.1_epochs5_rho0.25 0.25 --client_epochs_per_round=5 --label_concentration=0.1 \
-  --algorithms=fedavg,rfa "--defences=$baselines" &
-wait
+for algorithms in '' fedavg,rfa; do  # the secure defences first, then FedAvg and RFA
+  sweep dirichlet0.5_epochs5_rho0.1 0.1 --client_epochs_per_round=5 --algorithms=$algorithms "--defences=$baselines" &
+  sweep dirichlet0.1_epochs5_rho0.25 0.25 --client_epochs_per_round=5 --label_concentration=0.1 \
+    --algorithms=$algorithms "--defences=$baselines" &
+  wait
+done

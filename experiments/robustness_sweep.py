@@ -16,6 +16,9 @@ and writes to <root_output_dir>/<experiment_name>/:
   accuracy_vs_corruption.png   one panel per corruption, one line per aggregator, min-max band over seeds;
   worst_case.md per rho, defence x attack (mean over seeds), each defence's worst case over the suite last
                 (`experiments.worst_case_tables`).
+Every run starts from the same initial model (`initial_weights.drawn(model_fn, 0)`); seeds vary the client
+sampling and the corrupted set. (Until 2026-11-27 each process started from its own, which depended on the runs
+before it in the sweep's Python process; such sweeps are not resumed.)
 --corruptions takes the data corruptions (data, label_flipping) and update attack specs, name(key=value,...)
 (`tff_robust.core.attacks.catalog`; commas inside brackets do not split the list), and the named grids alie_grid
 (ALIE at z = the paper's z_max, 1, 2) and ipm_grid (IPM at eps = 0.1, 1, 2). A run's corruption is the spec's
@@ -51,6 +54,7 @@ from tff_robust.core.attacks import catalog  # pylint: disable=g-import-not-at-t
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import initial_weights  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import run_settings  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
@@ -186,11 +190,18 @@ _ADDED_FLAGS = (
 )
 
 
+# How every run's initial model is chosen. Sweeps recorded without it gave each process its own initial model,
+# which depended on the runs before it in the Python process (`initial_weights`): they are not resumed.
+_INITIAL_MODEL = 'one for every run, drawn from seed 0'
+
+
 def _per_run_settings() -> dict:
-  """The flags every run of the sweep shares (the grid itself may grow between invocations)."""
-  return {flag.name: flag.value for flag in (
+  """The flags every run of the sweep shares (the grid itself may grow between invocations), and how its
+  initial model is chosen."""
+  settings = {flag.name: flag.value for flag in (
       _TASK, _LABEL_CONCENTRATION, _TOTAL_ROUNDS, _CLIENTS_PER_ROUND, _CLIENT_EPOCHS, _CLIENT_BATCH_SIZE,
       _CLIENT_LEARNING_RATE, _CLIPPING_NORM, _USE_SYNTHETIC_DATA) + _ADDED_FLAGS}
+  return dict(settings, initial_model=_INITIAL_MODEL)
 
 
 def _task_options() -> dict:
@@ -327,6 +338,7 @@ def main(argv):
     raise app.UsageError(f'{error}; give a new --experiment_name') from None
   run_settings.record(output_dir, _per_run_settings())
   processes = {}
+  initial_model_weights = initial_weights.drawn(task.model_fn, 0)  # _INITIAL_MODEL
   runs = list(_runs(_ALGORITHMS.value + list(defences), corruptions, data_fractions, update_fractions, seeds))
   finished = {_run_key(row): row for row in _finished_rows(output_dir)}
   if finished:
@@ -345,7 +357,7 @@ def main(argv):
         processes[(algorithm, config, attack)], task, corruption.make_client_data_fn(task, kind, corrupted),
         total_rounds=_TOTAL_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
         rounds_per_eval=_TOTAL_ROUNDS.value, seed=seed, show_progress=False,
-        rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
+        rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value, initial_model_weights=initial_model_weights,
         output_dir=os.path.join(
             output_dir, 'runs',
             f'{defence_registry.path_component(algorithm)}_{_path_component(kind)}_{fraction:g}_seed{seed}'),

@@ -21,8 +21,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags  # pylint: disable=g-import-not-at-top
 from absl import logging  # pylint: disable=g-import-not-at-top
 import numpy as np  # pylint: disable=g-import-not-at-top
-import tensorflow as tf  # pylint: disable=g-import-not-at-top
-import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import  (before absl.app.run: Keras)
 import tqdm  # pylint: disable=g-import-not-at-top
 
 from experiments import device_histograms  # pylint: disable=g-import-not-at-top
@@ -31,6 +30,7 @@ from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not
 from tff_robust.processes import delta_fl  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
+from tff_robust.simulation import initial_weights  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
 
@@ -63,13 +63,6 @@ _PERCENT = {'error_p90', 'error_mean', 'accuracy'}
 
 def _method_label(theta):
   return 'FedAvg' if theta is None else f'Delta-FL theta={theta:g}'
-
-
-def _initial_weights(task, seed):
-  """The seed's model initialisation, as NumPy arrays (a Keras model built eagerly, then discarded)."""
-  tf.keras.utils.set_random_seed(seed)
-  weights = tff.learning.models.ModelWeights.from_model(task.model_fn())
-  return tf.nest.map_structure(lambda v: v.numpy(), weights)
 
 
 def write_table(rows, thetas, path):
@@ -130,7 +123,7 @@ def main(argv):
     summary = training_loop.run_training(
         processes[theta], task, task.client_dataset, total_rounds=_TOTAL_ROUNDS.value,
         clients_per_round=_CLIENTS_PER_ROUND.value, rounds_per_eval=_TOTAL_ROUNDS.value, seed=seed,
-        output_dir=run_dir, show_progress=False, initial_model_weights=_initial_weights(task, seed),
+        output_dir=run_dir, show_progress=False, initial_model_weights=initial_weights.drawn(task.model_fn, seed),
     )
     rows.append(dict(method=label, conformity_level=theta or 1.0, seed=seed,
                      **{column: summary[key] for column, key, _ in _METRICS}))

@@ -81,6 +81,17 @@ def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(tmp
 
 
 @pytest.mark.slow
+def test_a_runs_result_does_not_depend_on_the_runs_before_it(tmp_path):
+  after_fedavg = _sweep(tmp_path, '--algorithms=fedavg,rfa', '--seeds=0', '--total_rounds=2')
+  assert after_fedavg.returncode == 0, after_fedavg.stderr[-3000:]
+  alone = _sweep(tmp_path, '--algorithms=rfa', '--seeds=0', '--total_rounds=2', '--experiment_name=alone')
+  assert alone.returncode == 0, alone.stderr[-3000:]
+  [rfa_after_fedavg] = [r for r in _results(tmp_path) if r['algorithm'] == 'rfa']
+  [rfa_alone] = _results(tmp_path, 'alone')
+  assert (rfa_alone['accuracy'], rfa_alone['loss']) == (rfa_after_fedavg['accuracy'], rfa_after_fedavg['loss'])
+
+
+@pytest.mark.slow
 def test_label_flipping_runs_at_the_update_fractions(tmp_path):
   result = _sweep(tmp_path, '--corruptions=label_flipping', '--update_fractions=0,0.3', '--seeds=0',
                   '--total_rounds=1')
@@ -109,6 +120,12 @@ def test_a_sweep_recorded_before_the_server_and_validation_flags_resumes_at_thei
   path.write_text(json.dumps({name: value for name, value in recorded.items() if name not in added}))
   validation = _sweep(tmp_path, '--seeds=0', '--total_rounds=1', '--validation_fraction=0.2')
   assert validation.returncode != 0 and '--validation_fraction was absent, now 0.2' in validation.stderr
+  # A sweep recorded before every run started from one drawn initial model is not resumed: its runs' initial
+  # models depended on the runs before them.
+  path.write_text(json.dumps({name: value for name, value in recorded.items() if name != 'initial_model'}))
+  before_drawn_model = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
+  assert before_drawn_model.returncode != 0
+  assert '--initial_model was absent, now "one for every run, drawn from seed 0"' in before_drawn_model.stderr
 
 
 @pytest.mark.slow

@@ -10,6 +10,8 @@ import pytest
 
 from experiments import worst_case_tables
 
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def _rows(accuracies):
   """results.csv rows from {(defence, corruption, fraction): [accuracy per seed]}."""
@@ -85,8 +87,7 @@ def test_the_file_has_one_table_per_attacked_level(tmp_path):
 
 def _command(*arguments) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, '-m', 'experiments.worst_case_tables', *arguments],
-                        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        capture_output=True, text=True, timeout=120)
+                        cwd=_REPO, capture_output=True, text=True, timeout=120)
 
 
 def test_the_command_rebuilds_the_tables_from_a_partial_results_csv(tmp_path):

@@ -1,6 +1,7 @@
 """`initial_weights.drawn`: a seed's initial model, whatever Keras models were built before it."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tff_robust.simulation import initial_weights
@@ -30,3 +31,9 @@ def test_other_seeds_draw_other_models_as_numpy_arrays():
   assert all(isinstance(w, np.ndarray) for w in tf.nest.flatten(zero))
   assert [w.shape for w in zero.trainable] == [(64, 32), (32,), (32, 10), (10,)]
   assert not np.array_equal(_flat(zero), _flat(one))
+
+
+@pytest.mark.parametrize('seed', [-1, 0.5, float('nan'), float('inf'), True, '0'])
+def test_a_bad_seed_is_refused_naming_it(seed):
+  with pytest.raises(ValueError, match='seed'):
+    initial_weights.drawn(digits.model_fn, seed)

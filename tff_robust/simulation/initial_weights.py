@@ -14,13 +14,18 @@ from typing import Callable
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import type_checks
+
 
 def drawn(model_fn: Callable[[], tff.learning.models.VariableModel], seed: int) -> tff.learning.models.ModelWeights:
   """The initial weights of `model_fn()` right after `tf.keras.utils.set_random_seed(seed)`, as NumPy arrays.
 
   The model is built eagerly and discarded. Resets Python's, NumPy's and TensorFlow's global seeds to `seed`
   (`set_random_seed`), as a driver does once at its start.
+
+  Raises:
+    ValueError: if `seed` is not an integer >= 0.
   """
-  tf.keras.utils.set_random_seed(seed)
+  tf.keras.utils.set_random_seed(type_checks.check_integer('seed', seed, minimum=0))
   weights = tff.learning.models.ModelWeights.from_model(model_fn())
   return tf.nest.map_structure(lambda v: v.numpy(), weights)

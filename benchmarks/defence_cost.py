@@ -3,7 +3,7 @@ r"""Round time of the secure-aggregation-compatible defences relative to FedAvg 
   python -m benchmarks.defence_cost [--task=emnist_cnn] [--rounds=10] [--clients_per_round=10]
 
 FedAvg, RFA (3 secure-average calls), bucketing over RFA's geometric median (`bucketing_rfa`, buckets of
-`--bucket_size`: one stacked secure sum of the bucket means, a key histogram, then RFA's 3 calls), centered
+`--bucket_size`: one stacked secure sum of the bucket means, two key histograms, then RFA's 3 calls), centered
 clipping (`--centered_clipping_iterations` secure averages) and norm-filtered centered clipping
 (`filtered_centered_clipping`: 2 secure averages of 0/1 indicators for the median norm, then centered clipping's;
 `AlgorithmConfig`'s default k and tau, which change no shape or call count), and the defence chains `CHAINS`

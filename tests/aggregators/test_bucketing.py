@@ -2,6 +2,7 @@
 means and the geometric median over them (Karimireddy, He, Jaggi 2022, Algorithm 1)."""
 
 import functools
+import itertools
 
 import numpy as np
 import pytest
@@ -24,12 +25,24 @@ def _cloud(seed, num_clients=10):
   return points, rng.uniform(0.5, 3.0, size=num_clients).astype(np.float32)
 
 
-def _buckets(points, round_num, bucket_size, num_buckets, seed=0):
-  """The fixed permutation of `keys='hashed'`: keys from `bucketing.hashed_key`, ranked here in NumPy."""
-  keys = np.array([int(bucketing.hashed_key(value, seed, round_num, bucketing.DEFAULT_KEY_BINS))
-                   for value in two_tensor_points.client_values(points)])
+def _positions(keys, tie_keys):
+  """NumPy reference of the permutation: rank by key; the clients of tied keys take the tied groups' positions
+  in the order of their second keys (a client's second key counts only if its key is tied)."""
+  keys, tie_keys = np.asarray(keys), np.asarray(tie_keys)
+  counts = np.array([np.count_nonzero(keys == key) for key in keys])
   ranks = np.array([np.count_nonzero(keys < key) for key in keys])
-  return np.minimum(ranks // bucket_size, num_buckets - 1)
+  tied = counts >= 2
+  tied_positions = sorted(p for r, c in {(r, c) for r, c in zip(ranks[tied], counts[tied])} for p in range(r, r + c))
+  return np.array([tied_positions[np.count_nonzero(tie_keys[tied] < t)] if is_tied else r
+                   for r, t, is_tied in zip(ranks, tie_keys, tied)])
+
+
+def _buckets(points, round_num, bucket_size, num_buckets, seed=0, key_bins=bucketing.DEFAULT_KEY_BINS):
+  """The fixed permutation of `keys='hashed'`: both keys from `bucketing.hashed_key`, ranked here in NumPy."""
+  values = two_tensor_points.client_values(points)
+  keys, tie_keys = ([int(bucketing.hashed_key(value, seed, round_num, key_bins, draw=draw)) for value in values]
+                    for draw in (0, 1))
+  return np.minimum(_positions(keys, tie_keys) // bucket_size, num_buckets - 1)
 
 
 def _reference(points, weights, buckets, num_passes, smoothing=_SMOOTHING):
@@ -78,7 +91,8 @@ def test_bucket_size_one_is_the_inner_rule_over_the_clients():
 
 @pytest.mark.parametrize('keys', bucketing.KEYS)
 def test_bucket_size_one_stays_the_inner_rule_when_keys_tie(keys):
-  """Two key bins for 10 clients: keys must tie, and tied clients share a rank; each is still its own bucket."""
+  """Two key bins for 10 clients: both keys must tie, and clients whose second keys tie share a position; each
+  is still its own bucket."""
   points, weights = _cloud(5)
   process = bucketing.BucketingFactory(
       geometric_median.GeometricMedianFactory(num_passes=4, smoothing=_SMOOTHING),
@@ -88,7 +102,55 @@ def test_bucket_size_one_stays_the_inner_rule_when_keys_tie(keys):
   expected = weiszfeld.smoothed_weiszfeld(points.astype(np.float64), weights.astype(np.float64), num_passes=4,
                                           smoothing=_SMOOTHING, init='mean').iterates[-1]
   np.testing.assert_allclose(np.concatenate(output.result), expected, rtol=1e-5, atol=1e-5)
-  assert output.measurements['num_buckets'] <= 2  # the ranks tie: at most two distinct ranks
+  assert output.measurements['num_buckets'] <= 3  # positions: an untied key's rank, one per second key
+
+
+def test_tied_keys_still_fill_every_bucket_and_match_the_reference():
+  """16 key bins for 10 clients: their keys tie so that ranks alone would fill the buckets 4, 0, 2, 2, 2
+  (checked); the second draw breaks the ties and the buckets stay full, as in the paper's permutation; the
+  result is the reference's over the same buckets."""
+  points, weights = _cloud(8)
+  values = two_tensor_points.client_values(points)
+  keys = np.array([int(bucketing.hashed_key(value, 0, 0, 16)) for value in values])
+  ranks = np.array([np.count_nonzero(keys < key) for key in keys])
+  np.testing.assert_array_equal(np.bincount(ranks // 2, minlength=5), [4, 0, 2, 2, 2])
+  process = bucketing.BucketingFactory(
+      geometric_median.GeometricMedianFactory(num_passes=4, smoothing=_SMOOTHING),
+      bucket_size=2, max_clients=10, keys='hashed', key_bins=16,
+  ).create(*two_tensor_points.TYPES)
+  output = process.next(process.initialize(), values, list(weights))
+  buckets = _buckets(points, 0, 2, 5, key_bins=16)
+  np.testing.assert_array_equal(output.measurements['bucket_sizes'], [2] * 5)
+  np.testing.assert_array_equal(np.bincount(buckets, minlength=5), [2] * 5)
+  np.testing.assert_allclose(np.concatenate(output.result), _reference(points, weights, buckets, num_passes=4),
+                             rtol=1e-5, atol=1e-5)
+
+
+def test_position_matches_the_numpy_reference_on_ties_of_every_kind():
+  """Random keys over 6 bins for 7 clients (ties within and across groups, second keys tying too)."""
+  rng = np.random.default_rng(0)
+  for _ in range(30):
+    keys, tie_keys = rng.integers(0, 6, size=7), rng.integers(0, 6, size=7)
+    one_hot, second = np.eye(6, dtype=np.int32)[keys], np.eye(6, dtype=np.int32)[tie_keys]
+    histogram = one_hot.sum(axis=0, dtype=np.int32)
+    tied = histogram[keys] >= 2
+    second[~tied] = 0
+    positions = [int(bucketing.position(one_hot[i], second[i], histogram, second.sum(axis=0, dtype=np.int32))) for i in range(7)]
+    np.testing.assert_array_equal(positions, _positions(keys, tie_keys))
+
+
+def test_tie_breaking_keeps_the_permutation_uniform():
+  """Three clients, two key bins (a tie in every draw): over the draws whose second keys do not tie, each of the
+  3! permutations appears with frequency 1/6 (chi-square with 5 degrees of freedom below 20.5, p = 0.001)."""
+  rng = np.random.default_rng(1)
+  counts = {}
+  for _ in range(6000):
+    keys, tie_keys = rng.integers(0, 2, size=3), rng.integers(0, 1 << 20, size=3)
+    order = tuple(_positions(keys, tie_keys))
+    counts[order] = counts.get(order, 0) + 1
+  assert sorted(counts) == sorted(itertools.permutations(range(3)))
+  expected = 6000 / 6
+  assert sum((c - expected) ** 2 / expected for c in counts.values()) < 20.5
 
 
 def test_over_a_mean_it_is_the_weighted_mean_and_a_smaller_cohort_leaves_buckets_empty():

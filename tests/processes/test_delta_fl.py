@@ -191,6 +191,37 @@ def test_secure_variant_reveals_no_loss_or_update_and_the_exact_one_gathers():
   assert privacy.non_secure_intrinsics(_process(0.5).next) == {'federated_aggregate'}
 
 
+def _secure_mean():
+  return tff.aggregators.MeanFactory(
+      tff.aggregators.SecureSumFactory(1e3), tff.aggregators.SecureSumFactory(1e3), no_nan_division=True)
+
+
+@pytest.mark.parametrize('quantile_method', ['secure', 'secure_mm'])
+def test_with_secure_factories_everywhere_every_client_value_is_securely_summed_and_the_rounds_agree(
+    quantile_method):
+  """The filter's counts and share, the quantile, the model mean and the metrics all secure sums; two rounds
+  take the same steps and report the same counts as the default (plain-sum) factories."""
+  secure = delta_fl.build_delta_fl_process(
+      _linear_model_fn, _sgd(_LEARNING_RATE), conformity_level=0.5, quantile_method=quantile_method,
+      quantile_passes=30, mean_factory=_secure_mean(), count_factory=tff.aggregators.SecureSumFactory(1, 0),
+      model_aggregator=_secure_mean(), metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize,
+  )
+  privacy.assert_client_values_aggregated_securely(secure.next)
+  plain = _process(0.5, quantile_method)
+  assert {str(a.intrinsic) for a in privacy.plain_client_aggregations(plain.next)} == {'federated_sum'}
+  data = [_dataset(x, y) for x, y in _regression_clients()]
+  secure_state, plain_state = secure.initialize(), plain.initialize()
+  for _ in range(2):
+    secure_output, plain_output = secure.next(secure_state, data), plain.next(plain_state, data)
+    secure_state, plain_state = secure_output.state, plain_output.state
+    secure_filter, plain_filter = (o.metrics['client_work']['filter'] for o in (secure_output, plain_output))
+    for name in ('num_clients', 'num_kept', 'num_nonfinite_losses'):
+      assert secure_filter[name] == plain_filter[name], name
+    assert 0 < plain_filter['num_kept'] < plain_filter['num_clients'] == 8
+    np.testing.assert_allclose(secure_filter['kept_weight_share'], plain_filter['kept_weight_share'], atol=1e-5)
+    np.testing.assert_allclose(_weights(secure, secure_state), _weights(plain, plain_state), atol=1e-4)
+
+
 def test_threshold_is_recomputed_every_threshold_period_rounds():
   clients = _regression_clients()
   process = _process(0.5, threshold_period=3)

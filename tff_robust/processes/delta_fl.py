@@ -51,8 +51,11 @@ def quantile_factory(
     quantile_passes: int = DEFAULT_QUANTILE_PASSES,
     quantile_smoothing: float = 1e-2,
     mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> Optional[tff.aggregators.WeightedAggregationFactory]:
   """The factory of eta_t: the (1 - theta)-quantile of the losses; None for theta = 1 (keep everyone).
+
+  `mean_factory` and `count_factory` (the non-finite count) go to the secure quantiles; the exact one gathers.
 
   Raises:
     TypeError: for a `conformity_level` or `quantile_smoothing` that is not a number.
@@ -65,13 +68,14 @@ def quantile_factory(
     return quantile.exact_quantile_factory(1.0 - conformity_level)
   if quantile_method == 'secure':
     return histogram_quantile.SecureHistogramQuantileFactory(
-        1.0 - conformity_level, num_passes=quantile_passes, mean_factory=mean_factory
+        1.0 - conformity_level, num_passes=quantile_passes, mean_factory=mean_factory, count_factory=count_factory
     )
   return quantile.SecureQuantileFactory(
       1.0 - conformity_level,
       num_passes=quantile_passes,
       relative_smoothing=quantile_smoothing,
       mean_factory=mean_factory,
+      count_factory=count_factory,
   )
 
 
@@ -86,6 +90,7 @@ def build_delta_fl_process(
     quantile_smoothing: float = 1e-2,
     threshold_period: int = 1,
     mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
     model_distributor: Optional[tff.learning.templates.DistributionProcess] = None,
@@ -116,7 +121,14 @@ def build_delta_fl_process(
       filter against the stored eta with their current loss. The secure passes still run on the other
       rounds (a TFF computation cannot skip federated calls), and their result is not used.
     mean_factory: inner weighted-mean factory of the secure quantile's passes (e.g. a `SecureSumFactory`-
-      backed `MeanFactory`); only with a secure `quantile_method`.
+      backed `MeanFactory`), also the weighted mean of the kept flags (`kept_weight_share`); only with a
+      secure `quantile_method`. A mean without `no_nan_division` gives a NaN share when no weight is positive.
+    count_factory: a `tff.aggregators.UnweightedAggregationFactory` summing the clients' int32 0/1 flags
+      (the filter's counts, the secure quantile's non-finite count); defaults to `tff.aggregators.SumFactory()`.
+      With `tff.aggregators.SecureSumFactory(1, 0)` here, a secure `quantile_method` with a secure
+      `mean_factory`, a secure `model_aggregator` and `tff.learning.metrics.secure_sum_then_finalize` as
+      `metrics_aggregator`, every client value reaches the server through a secure sum
+      (`privacy.assert_client_values_aggregated_securely` holds for `next`).
     model_aggregator: aggregation of the kept clients' deltas; defaults to
       `tff.aggregators.MeanFactory(no_nan_division=True)`, so a round that keeps nobody is a zero update.
     client_weighting: alpha_k: `NUM_EXAMPLES` (the paper) or `UNIFORM`, for the quantile and the mean.
@@ -162,13 +174,15 @@ def build_delta_fl_process(
       client_optimizer_fn,
       quantile_factory=quantile_factory(
           conformity_level, quantile_method, quantile_passes=quantile_passes,
-          quantile_smoothing=quantile_smoothing, mean_factory=mean_factory,
+          quantile_smoothing=quantile_smoothing, mean_factory=mean_factory, count_factory=count_factory,
       ),
       uses_tolerance=quantile_method != 'exact',
       threshold_period=threshold_period,
       client_weighting=client_weighting,
       metrics_aggregator=metrics_aggregator,
       loop_implementation=loop_implementation,
+      count_factory=count_factory,
+      share_factory=mean_factory,
   )
   return composition.compose_with_fedavg_parts(
       model_fn, client_work, model_aggregator, server_optimizer_fn, model_distributor=model_distributor

@@ -25,8 +25,13 @@ import tensorflow_federated as tff
 from tensorflow_federated.python.learning.templates import model_delta_client_work
 
 from tff_robust.aggregators import federated_counting
+from tff_robust.aggregators import type_checks
 from tff_robust.processes import client_loop
 from tff_robust.processes import model_types
+
+
+# The clients' 0/1 flags, summed in one int32 vector: its entries' names in the measurements.
+_FLAGS = ('num_clients', 'num_kept', 'num_nonfinite_losses', 'num_nonfinite_updates', 'num_empty_datasets')
 
 
 def build_filtering_client_work(
@@ -39,11 +44,17 @@ def build_filtering_client_work(
     client_weighting: tff.learning.ClientWeighting,
     metrics_aggregator,
     loop_implementation: tff.learning.LoopImplementation,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
+    share_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """Builds the client work; `quantile_factory=None` keeps every client (theta = 1, FedAvg).
 
   `uses_tolerance`: the quantile process reports `tolerance` (the secure MM's smoothing radius), which the
-  filter subtracts from the threshold.
+  filter subtracts from the threshold. `count_factory` sums the clients' int32 0/1 flags (one sum of five:
+  client, trained, non-finite loss, non-finite update, empty dataset; default `tff.aggregators.SumFactory()`,
+  `tff.aggregators.SecureSumFactory(1, 0)` for a secure one); `share_factory` takes the weighted mean of the
+  trained flag with weight alpha_k, the kept weight share (default: an exact mean that gives 0 when no weight
+  is positive).
 
   State: optimizer hparams, the quantile process's state, the current threshold eta, the round number and
   the number of rounds so far that kept nobody. Measurements under `train` (TFF's training metrics of the
@@ -57,6 +68,9 @@ def build_filtering_client_work(
   data_type, weights_type, metrics_aggregation_fn = model_types.model_types(model_fn, metrics_aggregator)
   loss_type = tff.TensorType(np.float32)
   quantile_process = None if quantile_factory is None else quantile_factory.create(loss_type, loss_type)
+  flags_process = type_checks.sum_factory_or_default(count_factory, 'count_factory').create(
+      tff.TensorType(np.int32, [len(_FLAGS)]))
+  share_process = type_checks.mean_factory_or_default(share_factory).create(loss_type, loss_type)
   initial_hparams = client_optimizer.get_hparams(  # as TFF's model-delta client work does
       client_optimizer.initialize(tf.TensorSpec(shape=(), dtype=tf.float32))
   )
@@ -140,24 +154,21 @@ def build_filtering_client_work(
     )
     return result, model_output, trained, nonfinite_update
 
-  @tff.tensorflow.computation(loss_type, loss_type)
-  def kept_and_total(kept, weight):
-    return tf.stack([kept, kept * weight, weight, 1.0])
+  @tff.tensorflow.computation(loss_type, tff.TensorType(np.bool_), tff.TensorType(np.bool_), np.int32)
+  def client_flags(trained, nonfinite_loss, nonfinite_update, empty):
+    """int32 [5] in the order of `_FLAGS`."""
+    return tf.stack([1, tf.cast(trained > 0, tf.int32), tf.cast(nonfinite_loss, tf.int32),
+                     tf.cast(nonfinite_update, tf.int32), empty])
 
   @tff.tensorflow.computation(np.int32, loss_type, loss_type)
   def choose_threshold(round_num, fresh, previous):
     return tf.where(tf.equal(round_num % threshold_period, 0), fresh, previous)
 
-  @tff.tensorflow.computation(tff.TensorType(np.float32, [4]), np.int32)
+  @tff.tensorflow.computation(tff.TensorType(np.int32, [len(_FLAGS)]), np.int32)
   def summarize(sums, empty_rounds):
-    empty = tf.cast(tf.equal(sums[0], 0.0), tf.int32)
-    return collections.OrderedDict(
-        num_clients=tf.cast(sums[3], tf.int32),
-        num_kept=tf.cast(sums[0], tf.int32),
-        kept_weight_share=tf.math.divide_no_nan(sums[1], sums[2]),
-        empty_round=empty,
-        empty_rounds=empty_rounds + empty,
-    )
+    counts = collections.OrderedDict(zip(_FLAGS, tf.unstack(sums)))
+    empty = tf.cast(tf.equal(counts['num_kept'], 0), tf.int32)
+    return collections.OrderedDict(counts, empty_round=empty, empty_rounds=empty_rounds + empty)
 
   @tff.tensorflow.computation(loss_type, loss_type)
   def lower_by(value, tolerance):
@@ -198,17 +209,18 @@ def build_filtering_client_work(
         (tff.federated_broadcast(state.hparams), model_weights, client_data, loss, weight, nonfinite,
          tff.federated_broadcast(threshold)),
     )
+    flags = tff.federated_map(client_flags, (kept, nonfinite, nonfinite_update, losses[3]))
     counts = tff.federated_map(summarize, (
-        tff.federated_sum(tff.federated_map(kept_and_total, (kept, weight))), state.empty_rounds,
+        flags_process.next(flags_process.initialize(), flags).result, state.empty_rounds,
     ))
     filter_measurements = collections.OrderedDict(
         threshold=threshold,
         num_clients=counts.num_clients,
         num_kept=counts.num_kept,
-        kept_weight_share=counts.kept_weight_share,
+        kept_weight_share=share_process.next(share_process.initialize(), kept, weight).result,
         empty_round=counts.empty_round,
         empty_rounds=counts.empty_rounds,
-        num_nonfinite_losses=federated_counting.count_flagged_clients(nonfinite),
+        num_nonfinite_losses=counts.num_nonfinite_losses,
         secure_average_calls=quantile_calls,
         quantile=quantile_measurements,
     )
@@ -221,8 +233,8 @@ def build_filtering_client_work(
     )
     measurements = collections.OrderedDict(
         train=metrics_aggregation_fn(model_outputs), filter=tff.federated_zip(filter_measurements),
-        num_nonfinite_updates=federated_counting.count_flagged_clients(nonfinite_update),
-        num_empty_datasets=tff.federated_sum(losses[3]),
+        num_nonfinite_updates=counts.num_nonfinite_updates,
+        num_empty_datasets=counts.num_empty_datasets,
     )
     return tff.templates.MeasuredProcessOutput(
         tff.federated_zip(new_state), result, tff.federated_zip(measurements)

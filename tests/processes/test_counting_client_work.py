@@ -15,6 +15,7 @@ from tensorflow_federated.python.learning.algorithms import fed_sgd
 
 from tests.client_data_calls import data_reading_client_maps
 from tests.processes import small_model
+from tff_robust.aggregators import privacy
 from tff_robust.processes import client_loop
 from tff_robust.processes import counting_client_work
 
@@ -79,6 +80,20 @@ def test_model_delta_client_work_is_tffs_with_the_dropped_and_empty_clients_coun
   )
   _assert_tffs_round_plus_the_counts(ours, theirs)
   assert data_reading_client_maps(theirs.next) == 1
+
+
+def test_secure_counts_count_the_same_and_leave_no_plain_sum():
+  optimizer = tff.learning.optimizers.build_sgdm(learning_rate=0.3)
+  weighting, secure_metrics = tff.learning.ClientWeighting.NUM_EXAMPLES, tff.learning.metrics.secure_sum_then_finalize
+  ours = counting_client_work.build_model_delta_client_work(
+      small_model.model_fn, optimizer, weighting, secure_metrics, loop_implementation=_LOOP,
+      count_factory=tff.aggregators.SecureSumFactory(1, 0),
+  )
+  theirs = tff.learning.templates.build_model_delta_client_work(
+      small_model.model_fn, optimizer, weighting, secure_metrics, loop_implementation=_LOOP
+  )
+  _assert_tffs_round_plus_the_counts(ours, theirs)
+  privacy.assert_client_values_aggregated_securely(ours.next)
 
 
 def test_model_delta_client_work_keeps_tffs_optimizer_hyperparameters_as_state():

@@ -98,6 +98,28 @@ def test_runs_with_secure_sum_backed_mean_and_reveals_no_client_value():
   assert 'federated_secure_sum_bitwidth' in privacy.intrinsic_uris(process.next)
 
 
+def test_with_secure_counts_and_metrics_every_client_value_is_securely_summed_and_the_round_agrees():
+  """The secure mean of the test above, plus secure counts (client work and geometric median) and metrics: no
+  client value reaches the server but through a secure sum; without `count_factory` the int32 counts do."""
+  secure_mean = tff.aggregators.MeanFactory(
+      value_sum_factory=tff.aggregators.SecureSumFactory(upper_bound_threshold=100.0),
+      weight_sum_factory=tff.aggregators.SecureSumFactory(upper_bound_threshold=100.0, lower_bound_threshold=0.0),
+      no_nan_division=True,
+  )
+  arguments = dict(smoothing=1e-2, mean_factory=secure_mean, client_weighting=tff.learning.ClientWeighting.UNIFORM,
+                   metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize)
+  secure = rfa.build_rfa_process(
+      small_model.model_fn, _sgd(), count_factory=tff.aggregators.SecureSumFactory(1, 0), **arguments)
+  privacy.assert_client_values_aggregated_securely(secure.next)
+  counts_plain = rfa.build_rfa_process(small_model.model_fn, _sgd(), **arguments)
+  assert {a.client_value_type for a in privacy.plain_client_aggregations(counts_plain.next)} == {'int32', 'int32[2]'}
+  initial = counts_plain.initialize()
+  state, metrics = _train(secure, [[1, 2, 3]], initial)
+  plain_state, plain_metrics = _train(counts_plain, [[1, 2, 3]], initial)
+  np.testing.assert_array_equal(_flat_weights(secure, state), _flat_weights(counts_plain, plain_state))
+  assert metrics['client_work']['num_nonfinite_updates'] == plain_metrics['client_work']['num_nonfinite_updates'] == 0
+
+
 def test_rejects_model_aggregator_and_conflicting_one_step():
   with pytest.raises(TypeError, match='model_aggregator'):
     rfa.build_rfa_process(small_model.model_fn, _sgd(), model_aggregator=tff.aggregators.MeanFactory())

@@ -61,11 +61,16 @@ def build_fed_avg_process(
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator=None,
     loop_implementation: tff.learning.LoopImplementation = client_loop.LOOP_IMPLEMENTATION,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> tff.learning.templates.LearningProcess:
   """`tff.learning.algorithms.build_weighted_fed_avg`, arguments, defaults and parts included, whose client
   work also reports `num_nonfinite_updates` and `num_empty_datasets` from the same client call
   (`counting_client_work`): metrics `client_work/num_nonfinite_updates` count the clients left out of the round
-  for a non-finite update.
+  for a non-finite update. `count_factory` sums those 0/1 counts (default `tff.aggregators.SumFactory()`); with
+  `tff.aggregators.SecureSumFactory(1, 0)`, a secure `model_aggregator` (e.g.
+  `tff_robust.aggregators.SecureGeometricMedianFactory`: RFA) and
+  `metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize`, every client value reaches the server
+  through a secure sum (`privacy.assert_client_values_aggregated_securely(process.next)`).
   The one default that differs is the client loop: `DATASET_ITERATOR` (`client_loop`), the same steps on the
   same batches at a fraction of `DATASET_REDUCE`'s cost per client in TFF's worker.
 
@@ -87,7 +92,8 @@ def build_fed_avg_process(
       )
 
     client_work = counting_client_work.build_functional_model_delta_client_work(
-        model_fn, client_optimizer_fn, client_weighting, metrics_aggregator, loop_implementation=loop_implementation
+        model_fn, client_optimizer_fn, client_weighting, metrics_aggregator, loop_implementation=loop_implementation,
+        count_factory=count_factory,
     )
   else:
     if not callable(model_fn):
@@ -100,7 +106,8 @@ def build_fed_avg_process(
       return tff.learning.models.ModelWeights.from_model(model_fn())
 
     client_work = counting_client_work.build_model_delta_client_work(
-        model_fn, client_optimizer_fn, client_weighting, metrics_aggregator, loop_implementation=loop_implementation
+        model_fn, client_optimizer_fn, client_weighting, metrics_aggregator, loop_implementation=loop_implementation,
+        count_factory=count_factory,
     )
   model_weights_type = initial_model_weights_fn.type_signature.result
   if model_distributor is None:
@@ -121,10 +128,12 @@ def build_fed_sgd_process(
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator=None,
     loop_implementation: tff.learning.LoopImplementation = client_loop.LOOP_IMPLEMENTATION,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> tff.learning.templates.LearningProcess:
   """`tff.learning.algorithms.build_fed_sgd` for a no-arg `model_fn` returning a `VariableModel`, whose client work
-  also reports `num_nonfinite_updates` and `num_empty_datasets` (`counting_client_work`); its client loop
-  defaults to `DATASET_ITERATOR` (`client_loop`), TFF's to `DATASET_REDUCE`.
+  also reports `num_nonfinite_updates` and `num_empty_datasets` (`counting_client_work`), summed by `count_factory`
+  as in `build_fed_avg_process`; its client loop defaults to `DATASET_ITERATOR` (`client_loop`), TFF's to
+  `DATASET_REDUCE`.
 
   TFF's FedSGD client update, like its model-delta one, returns a mean gradient with a NaN or Inf entry as zeros
   with weight 0 (it keeps the client's metrics), and an empty dataset's 0/0 gradient the same way: a client with a
@@ -138,6 +147,6 @@ def build_fed_sgd_process(
       server_optimizer_fn, model_aggregator, metrics_aggregator
   )
   client_work = counting_client_work.build_fed_sgd_client_work(
-      model_fn, metrics_aggregator, loop_implementation=loop_implementation
+      model_fn, metrics_aggregator, loop_implementation=loop_implementation, count_factory=count_factory
   )
   return compose_with_fedavg_parts(model_fn, client_work, model_aggregator, server_optimizer_fn)

@@ -17,10 +17,14 @@ one more graph per client (`benchmarks.shakespeare_round_cost`).
 With `client_flags=True` each client's data is `<dataset, flag dataset>` (a one-element bool dataset; TFF client
 data must be sequences) and its update leaves as `<update, flag>`, read in the same call: the shape
 `tff_robust.simulation.update_corruption_process` feeds to an `UpdateCorruptionFactory`.
+
+`count_factory` sums the two counts as one int32 [2] of 0/1 per client: `tff.aggregators.SumFactory()` by
+default, `tff.aggregators.SecureSumFactory(1, 0)` for a process whose every client value is securely summed.
 """
 
 import collections
 import dataclasses
+import functools
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -30,6 +34,7 @@ from tensorflow_federated.python.learning.algorithms import fed_sgd
 from tensorflow_federated.python.learning.templates import model_delta_client_work
 
 from tff_robust.aggregators import federated_counting
+from tff_robust.aggregators import type_checks
 from tff_robust.processes import model_types
 
 
@@ -68,10 +73,12 @@ def _dropped_and_empty(client_result, dataset: tf.data.Dataset):
   return tf.cast(dropped, tf.int32), empty
 
 
-def _build(training: _ClientTraining, client_flags: bool) -> tff.learning.templates.ClientWorkProcess:
+def _build(training: _ClientTraining, client_flags: bool, count_factory) -> tff.learning.templates.ClientWorkProcess:
   """The client work of `training`: one `federated_map` per round, whose per-client computation trains and
-  returns `<result, metric outputs, dropped, empty>`; measurements `train`, `num_nonfinite_updates`,
-  `num_empty_datasets`."""
+  returns `<result, metric outputs, [dropped, empty]>`; measurements `train`, `num_nonfinite_updates`,
+  `num_empty_datasets` (one `count_factory` sum)."""
+  counts_process = type_checks.sum_factory_or_default(count_factory, 'count_factory').create(
+      tff.TensorType(np.int32, [2]))
   state_type = training.initialize.type_signature.result
   client_data_type = (
       tff.StructType([training.dataset_type, tff.SequenceType(np.bool_)]) if client_flags else training.dataset_type
@@ -85,7 +92,7 @@ def _build(training: _ClientTraining, client_flags: bool) -> tff.learning.templa
       client_result = tff.learning.templates.ClientResult(
           update=(client_result.update, first_flag(client_data[1])), update_weight=client_result.update_weight
       )
-    return client_result, outputs, dropped, empty
+    return client_result, outputs, tf.stack([dropped, empty])
 
   if training.state_at_clients:
     client_computation = tff.tensorflow.computation(
@@ -104,17 +111,23 @@ def _build(training: _ClientTraining, client_flags: bool) -> tff.learning.templa
     client_arguments = (weights, client_data)
     if training.state_at_clients:
       client_arguments = (tff.federated_broadcast(state),) + client_arguments
-    result, outputs, dropped, empty = tff.federated_map(client_computation, client_arguments)
+    result, outputs, counts = tff.federated_map(client_computation, client_arguments)
+    counts = tff.federated_map(_unstacked_counts(), counts_process.next(counts_process.initialize(), counts).result)
     measurements = collections.OrderedDict(
         train=training.aggregate_metrics(outputs),
-        num_nonfinite_updates=tff.federated_sum(dropped),
-        num_empty_datasets=tff.federated_sum(empty),
+        num_nonfinite_updates=counts[0],
+        num_empty_datasets=counts[1],
     )
     return tff.templates.MeasuredProcessOutput(state, result, tff.federated_zip(measurements))
 
   return tff.learning.templates.ClientWorkProcess(
       training.initialize, next_fn, get_hparams_fn=training.get_hparams, set_hparams_fn=training.set_hparams
   )
+
+
+@functools.cache
+def _unstacked_counts():
+  return tff.tensorflow.computation(lambda counts: (counts[0], counts[1]), tff.TensorType(np.int32, [2]))
 
 
 def _stateless_initialize() -> tff.Computation:
@@ -129,6 +142,7 @@ def build_model_delta_client_work(
     *,
     loop_implementation: tff.learning.LoopImplementation,
     client_flags: bool = False,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """`tff.learning.templates.build_model_delta_client_work` (the client optimizer's hyperparameters as state,
   `get_hparams`/`set_hparams` included) with the two counts; `metrics_aggregator` is required (TFF's default
@@ -157,6 +171,7 @@ def build_model_delta_client_work(
           set_hparams=tff.tensorflow.computation(lambda state, hparams: hparams, hparams_type, hparams_type),
       ),
       client_flags,
+      count_factory,
   )
 
 
@@ -167,6 +182,7 @@ def build_functional_model_delta_client_work(
     metrics_aggregator,
     *,
     loop_implementation: tff.learning.LoopImplementation,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """TFF's `build_functional_model_delta_client_work` (stateless) with the two counts."""
 
@@ -192,6 +208,7 @@ def build_functional_model_delta_client_work(
           state_at_clients=False,
       ),
       client_flags=False,
+      count_factory=count_factory,
   )
 
 
@@ -200,6 +217,7 @@ def build_fed_sgd_client_work(
     metrics_aggregator,
     *,
     loop_implementation: tff.learning.LoopImplementation,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """TFF 0.87's FedSGD client work (`fed_sgd._build_fed_sgd_client_work`, that of `build_fed_sgd`: stateless,
   a mean gradient weighted by the number of examples) with the two counts."""
@@ -222,4 +240,5 @@ def build_fed_sgd_client_work(
           state_at_clients=False,
       ),
       client_flags=False,
+      count_factory=count_factory,
   )

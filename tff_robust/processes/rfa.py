@@ -26,8 +26,10 @@ def rfa_aggregator(
     smoothing: float = 1e-6,
     one_step: bool = False,
     mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> geometric_median.GeometricMedianFactory:
-  """RFA's aggregator: `num_passes` (default 3) from the mean, or one step from zero if `one_step`.
+  """RFA's aggregator: `num_passes` (default 3) from the mean, or one step from zero if `one_step`;
+  `mean_factory` and `count_factory` (its non-finite count) as `GeometricMedianFactory` takes them.
 
   Raises:
     ValueError: if `one_step=True` is combined with `num_passes` other than 1.
@@ -43,6 +45,7 @@ def rfa_aggregator(
       smoothing=smoothing,
       init='zero' if one_step else 'mean',
       mean_factory=mean_factory,
+      count_factory=count_factory,
   )
 
 
@@ -75,7 +78,11 @@ def build_rfa_process(
       aggregation with bounds derived from nu, the client weights and a value bound, use
       `composition.build_fed_avg_process(..., model_aggregator=SecureGeometricMedianFactory(...))` instead.
     **fed_avg_kwargs: any other keyword argument of `build_weighted_fed_avg` (`client_weighting`,
-      `model_distributor`, `metrics_aggregator`, `loop_implementation`), except `model_aggregator`.
+      `model_distributor`, `metrics_aggregator`, `loop_implementation`), except `model_aggregator`; and
+      `composition.build_fed_avg_process`'s `count_factory`, which also sums the geometric median's non-finite
+      count. With a secure `mean_factory`, `count_factory=tff.aggregators.SecureSumFactory(1, 0)` and
+      `metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize`, every client value reaches the server
+      through a secure sum (`privacy.assert_client_values_aggregated_securely(process.next)`).
 
   Returns:
     A `tff.learning.templates.LearningProcess` with FedAvg's state, metrics and `get_model_weights`; the
@@ -93,7 +100,8 @@ def build_rfa_process(
         'pass num_passes, smoothing or mean_factory instead'
     )
   aggregator = rfa_aggregator(
-      num_passes=num_passes, smoothing=smoothing, one_step=one_step, mean_factory=mean_factory
+      num_passes=num_passes, smoothing=smoothing, one_step=one_step, mean_factory=mean_factory,
+      count_factory=fed_avg_kwargs.get('count_factory'),
   )
   return composition.build_fed_avg_process(
       model_fn,

@@ -1,12 +1,17 @@
 """Runs `python -m experiments.train` in a process of its own, as a user does, and reads back what it wrote.
 
 Runs are forked from the test session's fork server (`tests/fork_server.py`), which has imported TensorFlow once;
-`fresh_interpreter=True` or $TFF_ROBUST_TEST_FORK_SERVER=0 starts a fresh interpreter instead.
+`fresh_interpreter=True` or $TFF_ROBUST_TEST_FORK_SERVER=0 starts a fresh interpreter instead. A forked run
+killed by SIGSEGV that was not resuming is run once more, from an empty output directory, in a fresh interpreter:
+a child forked from a multi-threaded process can crash on a lock another thread held at the fork (seen once,
+2026-11-27: a forked runner died in libpython before its first round; 9 reruns passed), while a crash of the
+runner itself recurs there too.
 """
 
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,12 +33,17 @@ def train(tmp_path, *flags, timeout=600, name='run', fresh_interpreter=False):
   has imported TensorFlow already); for tests of what happens before or during imports.
   """
   args = [*TRAIN_COMMAND[3:], f'--root_output_dir={tmp_path}', f'--experiment_name={name}', *flags]
-  if fresh_interpreter or not fork_server.enabled():
-    return subprocess.run(
-        [*TRAIN_COMMAND[:3], *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-  return fork_server.run(TRAIN_COMMAND[2], args, cwd=REPO, env=os.environ, timeout=timeout)
+  if not fresh_interpreter and fork_server.enabled():
+    run_dir = os.path.join(tmp_path, name)
+    resumes = os.path.exists(run_dir)  # a crashed resume is not rerun: its first run's outputs are gone then
+    result = fork_server.run(TRAIN_COMMAND[2], args, cwd=REPO, env=os.environ, timeout=timeout)
+    if result.returncode != -signal.SIGSEGV or resumes:
+      return result
+    shutil.rmtree(run_dir, ignore_errors=True)  # the rerun starts over, as the forked run did
+  return subprocess.run(
+      [*TRAIN_COMMAND[:3], *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+      stdin=subprocess.DEVNULL,
+  )
 
 
 def outputs(tmp_path, name='run'):

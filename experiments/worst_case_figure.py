@@ -36,15 +36,11 @@ def summary(root: str) -> dict:
   for path in paths:
     rows = worst_case_tables.read_rows(path)
     setting = os.path.basename(os.path.dirname(path))
+    means = worst_case_tables.mean_accuracies(rows)
     for fraction in sorted({float(r['fraction']) for r in rows if r['corruption'] != 'none'}):
-      worst = worst_case_tables.worst_cases(rows, fraction)
-      clean = {}
-      for row in rows:
-        if row['corruption'] == 'none':
-          clean.setdefault(row['algorithm'], []).append(float(row['accuracy']))
       groups[(setting, fraction)] = {
-          defence: (accuracy, attack, float(np.mean(clean[defence])) if defence in clean else float('nan'))
-          for defence, (accuracy, attack) in worst.items()
+          defence: (accuracy, attack, means.get((defence, 'none', 0.0), (float('nan'), 0))[0])
+          for defence, (accuracy, attack) in worst_case_tables.worst_cases(rows, fraction).items()
       }
   return groups
 

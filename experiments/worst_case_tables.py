@@ -30,7 +30,7 @@ _RESULTS = flags.DEFINE_string('results', None, 'A results.csv of experiments.ro
 _OUTPUT = flags.DEFINE_string('output', None, 'The tables (markdown); default: worst_case.md beside --results.')
 
 
-def _means(rows: Iterable[dict]) -> dict:
+def mean_accuracies(rows: Iterable[dict]) -> dict:
   """(algorithm, corruption, fraction) -> (mean accuracy over seeds, number of seeds)."""
   accuracies = collections.defaultdict(list)
   for row in rows:
@@ -43,7 +43,7 @@ def worst_cases(rows: Sequence[dict], fraction: float, attacks: Optional[Sequenc
 
   A defence missing any of the attacks at `fraction` is left out: its worst case is not known.
   """
-  means = _means(rows)
+  means = mean_accuracies(rows)
   if attacks is None:
     attacks = sorted({c for (_, c, f) in means if f == fraction and c != 'none'})
   result = {}
@@ -62,7 +62,7 @@ def worst_case_table(rows: Sequence[dict], fraction: float, *, title: str = '') 
   attack. Cells with fewer seeds than the table's most are marked with their count (e.g. `0.912 (2)`); a missing
   run is `-`, and then that row has no worst case.
   """
-  means = _means(rows)
+  means = mean_accuracies(rows)
   attacks = sorted({c for (_, c, f) in means if f == fraction and c != 'none'})
   if not attacks:
     raise ValueError(f'rows hold no attacked run at fraction={fraction:g}')

@@ -77,7 +77,7 @@ def test_a_fraction_outside_0_1_is_refused_by_name(fraction):
 
 def test_validation_fraction_is_refused_for_another_task():
   with pytest.raises(ValueError, match="validation_fraction applies to the tasks digits, digits_robust, "
-                                       "digits_personal, not 'digits_cohorts'"):
+                                       "digits_personal, shakespeare_lstm_rfa, shakespeare_gru_dfl, not 'digits_cohorts'"):
     tasks.create_task('digits_cohorts', client_epochs=1, client_batch_size=8, seed=0, validation_fraction=0.2)
 
 

@@ -205,3 +205,52 @@ def test_corruption_counts_of_the_windows_equal_their_datasets_lengths(plays):
   task = tasks.create_task('shakespeare_lstm_rfa', shakespeare_source='plays', **_TRAINING)
   counts = corruption.client_example_counts(task)
   assert counts == tuple(len(_windows(task.train_data, role)) for role in task.train_data.client_ids)
+
+
+def _rows(windows: np.ndarray) -> set:
+  return {tuple(w) for w in windows}
+
+
+def test_rfa_validation_holds_a_fifth_of_each_roles_training_part_and_replaces_its_test_part(plays):
+  plain = shakespeare_papers.create_rfa_task(shakespeare_source='plays', **_TRAINING)
+  task = tasks.create_task('shakespeare_lstm_rfa', shakespeare_source='plays', validation_fraction=0.2, **_TRAINING)
+  assert task.train_data.client_ids == task.personal_test_data.client_ids == _eligible(plays)
+  for role in _eligible(plays):
+    training_part, test = _windows(plain.train_data, role), _windows(plain.personal_test_data, role)
+    train, validation = _windows(task.train_data, role), _windows(task.personal_test_data, role)
+    assert len(validation) == round(0.2 * len(training_part)) and len(train) + len(validation) == len(training_part)
+    np.testing.assert_array_equal(np.sort(np.concatenate([train, validation]), axis=0), np.sort(training_part, axis=0))
+    assert not _rows(validation) & _rows(train) and not _rows(validation) & _rows(test), role
+  # The pooled evaluation reads the validation parts: as many examples as they hold, no test window.
+  pooled = list(task.evaluate._dataset.unbatch().as_numpy_iterator())  # pylint: disable=protected-access
+  assert len(pooled) == sum(len(_windows(task.personal_test_data, role)) for role in _eligible(plays))
+
+
+def test_rfa_validation_split_is_fixed_by_split_seed(plays):
+  split = lambda seed: [_windows(tasks.create_task('shakespeare_lstm_rfa', validation_fraction=0.2, split_seed=seed,
+                                                   **_TRAINING).personal_test_data, role) for role in _eligible(plays)]
+  first, again, other = split(0), split(0), split(1)
+  assert all(np.array_equal(a, b) for a, b in zip(first, again))
+  assert not all(np.array_equal(a, b) for a, b in zip(first, other))
+
+
+def test_delta_fl_validation_is_held_out_of_the_training_roles_and_no_test_role_is_read(plays):
+  plain = shakespeare_papers.create_dfl_task(shakespeare_source='plays', **_TRAINING)
+  task = tasks.create_task('shakespeare_gru_dfl', shakespeare_source='plays', validation_fraction=0.2, **_TRAINING)
+  assert task.train_data.client_ids == plain.train_data.client_ids == _test_data(task).client_ids
+  for role in task.train_data.client_ids:
+    train, validation = _windows(task.train_data, role), _windows(_test_data(task), role)
+    expected = _numpy_windows(plays[role])
+    assert len(validation) == round(0.2 * len(expected)) and not _rows(train) & _rows(validation)
+    np.testing.assert_array_equal(np.sort(np.concatenate([train, validation]), axis=0), np.sort(expected, axis=0))
+  test_roles = _test_data(plain).client_ids
+  assert not set(test_roles) & set(_test_data(task).client_ids)
+  pooled = list(task.evaluate._dataset.unbatch().as_numpy_iterator())  # pylint: disable=protected-access
+  assert len(pooled) == sum(len(_windows(_test_data(task), role)) for role in task.train_data.client_ids)
+
+
+@pytest.mark.parametrize('name', ['shakespeare_lstm_rfa', 'shakespeare_gru_dfl'])
+@pytest.mark.parametrize('fraction', [0.0, 1.0, -0.2, float('nan'), True])
+def test_a_validation_fraction_outside_the_open_unit_interval_is_refused_by_name(name, fraction, plays):
+  with pytest.raises(ValueError, match=r'validation_fraction must be a number in \(0, 1\)'):
+    tasks.create_task(name, shakespeare_source='plays', validation_fraction=fraction, **_TRAINING)

@@ -30,8 +30,8 @@ LABEL_FLIPPING_TASK_NAMES = (
 #   max_evaluated_devices: cap of each device group evaluated (Delta-FL's by-device split; RFA Shakespeare's
 #     test parts);
 #   label_concentration: Dirichlet concentration of digits' per-client label mixtures (large: near-uniform);
-#   validation_fraction: share of each digits (or Fed+ digits party's) training examples that replaces the
-#     held-out data in evaluation;
+#   validation_fraction: share of each training client's examples (digits, Fed+'s digits parties, the papers'
+#     Shakespeare roles) held out of training, which replaces the held-out data in evaluation;
 #   shakespeare_source: SHAKESPEARE_SOURCES, where the papers' Shakespeare tasks read the plays.
 TASK_OPTIONS = (
     'l2_regularization', 'num_devices', 'split_seed', 'max_evaluated_devices', 'label_concentration',
@@ -59,8 +59,8 @@ _BUILDER_ARGUMENTS = {
     'emnist_cnn_rfa': _same_names('num_devices'),
     'emnist_linear_dfl': _same_names('split_seed', 'l2_regularization', 'max_evaluated_devices'),
     'emnist_cnn_dfl': _same_names('split_seed', 'max_evaluated_devices'),
-    'shakespeare_lstm_rfa': _same_names('split_seed', 'max_evaluated_devices', 'shakespeare_source'),
-    'shakespeare_gru_dfl': _same_names('split_seed', 'max_evaluated_devices', 'shakespeare_source'),
+    **{name: _same_names('split_seed', 'max_evaluated_devices', 'shakespeare_source', 'validation_fraction')
+       for name in SHAKESPEARE_PAPER_TASK_NAMES},
 }
 
 

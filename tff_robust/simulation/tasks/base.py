@@ -15,6 +15,21 @@ from tff_robust.simulation.tasks import shakespeare_windows
 Transform = Callable[[tf.data.Dataset], tf.data.Dataset]
 
 
+def check_validation_fraction(fraction) -> None:
+  """Refuses a `validation_fraction` that is not a number in (0, 1), naming the argument.
+
+  Raises:
+    ValueError: if `fraction` is not a real number (bools refused) strictly between 0 and 1.
+  """
+  if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
+    raise ValueError(f'validation_fraction must be a number in (0, 1), got {fraction!r}')
+
+
+def num_held_out(num_examples: int, fraction: float) -> int:
+  """round(`fraction` n) of n examples held out, at least one and at most n - 1 (n >= 2)."""
+  return min(max(1, round(fraction * num_examples)), num_examples - 1)
+
+
 class DataUnavailableError(RuntimeError):
   """A task's data cannot be loaded (no network and no local copy); the message says where to put it."""
 

@@ -83,14 +83,13 @@ def split_validation(clients: dict, fraction: float, *, split_seed: int = 0) -> 
   Raises:
     ValueError: if `fraction` is not a number in (0, 1).
   """
-  if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction < 1:
-    raise ValueError(f'validation_fraction must be a number in (0, 1), got {fraction!r}')
+  base.check_validation_fraction(fraction)
   rng = np.random.default_rng(split_seed + 3)
   training, validation = {}, {}
   for client_id in sorted(clients):
     x, y = clients[client_id]
     held = np.zeros(len(y), bool)
-    held[rng.choice(len(y), size=min(max(1, round(fraction * len(y))), len(y) - 1), replace=False)] = True
+    held[rng.choice(len(y), size=base.num_held_out(len(y), fraction), replace=False)] = True
     training[client_id], validation[client_id] = (x[~held], y[~held]), (x[held], y[held])
   return training, validation
 

@@ -108,11 +108,14 @@ def _sampled(client_data, max_devices: Optional[int]):
 def by_device_task(
     name: str, model_fn, train_devices, test_devices, corrupt_train: Callable, *, client_epochs: int,
     client_batch_size: int, seed: int, max_evaluated_devices: Optional[int] = None,
-    flip_labels: Optional[Callable] = None,
+    flip_labels: Optional[Callable] = None, held_out_of_training: bool = False,
 ) -> base.Task:
   """Delta-FL's split: training devices and unseen test devices, evaluated device by device (every device,
-  as the paper does, unless `max_evaluated_devices` caps each group by a seeded sample)."""
-  if set(train_devices.client_ids) & set(test_devices.client_ids):
+  as the paper does, unless `max_evaluated_devices` caps each group by a seeded sample).
+
+  `held_out_of_training`: `test_devices` are the training devices' own held-out (validation) parts, disjoint
+  from their training examples, so the device ids are the same; otherwise they must be disjoint."""
+  if not held_out_of_training and set(train_devices.client_ids) & set(test_devices.client_ids):
     raise ValueError('a split by device needs disjoint training and test devices')
   evaluated_test_devices = _sampled(test_devices, max_evaluated_devices)
   return base.Task(

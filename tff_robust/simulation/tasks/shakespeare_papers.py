@@ -36,7 +36,7 @@ import collections
 import string
 import sys
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -71,19 +71,47 @@ def _within_role_orders(counts: tf.Tensor, roles: tf.Tensor, split_seed: tf.Tens
   return orders.concat()
 
 
-def within_role_splits(counts: dict[str, int], split_seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-  """{role: (training, test) window indices}, each in text order, for roles of `counts[role]` windows: the
-  first floor(90%) of a permutation seeded by `split_seed` and the role's id, and the rest."""
+def _seeded_role_splits(
+    counts: dict[str, int], seed: int, num_held: Callable[[int], int], stream: str = ''
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+  """{role: (kept, held) indices into its `counts[role]` windows, each in text order}: the last `num_held(n)` of
+  a permutation seeded by `seed` and the hash of the role's id followed by `stream` are held."""
   roles = list(counts)
   if not roles:
     return {}
   sizes = np.array([counts[role] for role in roles], np.int64)
-  orders = _within_role_orders(tf.constant(sizes), tf.constant(roles), tf.constant(split_seed, tf.int64)).numpy()
+  keys = tf.constant([role + stream for role in roles])
+  orders = _within_role_orders(tf.constant(sizes), keys, tf.constant(seed, tf.int64)).numpy()
   splits = {}
   for role, order in zip(roles, np.split(orders, np.cumsum(sizes)[:-1])):
-    num_train = len(order) * RFA_TRAIN_PERCENT // 100
-    splits[role] = (np.sort(order[:num_train]), np.sort(order[num_train:]))
+    num_kept = len(order) - num_held(len(order))
+    splits[role] = (np.sort(order[:num_kept]), np.sort(order[num_kept:]))
   return splits
+
+
+def within_role_splits(counts: dict[str, int], split_seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+  """{role: (training, test) window indices}, each in text order, for roles of `counts[role]` windows: the
+  first floor(90%) of a permutation seeded by `split_seed` and the role's id, and the rest."""
+  return _seeded_role_splits(counts, split_seed, lambda n: n - n * RFA_TRAIN_PERCENT // 100)
+
+
+def validation_splits(
+    training: dict[str, np.ndarray], fraction: float, split_seed: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+  """{role: (training, validation) subsets of `training[role]`}, each in text order: `base.num_held_out` of each
+  role's training windows, drawn by a permutation seeded by `split_seed` and the role (a stream of its own,
+  independent of the train/test split's), held out as its validation windows (the RFA paper's protocol, App.
+  D.2.3: 20% of the training set held out to tune the learning rate).
+
+  Raises:
+    ValueError: if `fraction` is not a number in (0, 1).
+  """
+  base.check_validation_fraction(fraction)
+  splits = _seeded_role_splits(
+      {role: len(indices) for role, indices in training.items()}, split_seed,
+      lambda n: base.num_held_out(n, fraction), stream='/validation',
+  )
+  return {role: (training[role][kept], training[role][held]) for role, (kept, held) in splits.items()}
 
 
 @tf.function(input_signature=[shakespeare_windows.element_spec()])
@@ -152,13 +180,19 @@ def _counts(symbols: shakespeare_windows.Symbols) -> dict[str, int]:
 def create_rfa_task(
     *, client_epochs: int, client_batch_size: int, seed: int, cache_dir: Optional[str] = None,
     use_synthetic_data: bool = False, split_seed: int = 0, shakespeare_source: str = 'plays',
-    max_evaluated_devices: Optional[int] = None,
+    max_evaluated_devices: Optional[int] = None, validation_fraction: Optional[float] = None,
 ) -> base.Task:
   """`shakespeare_lstm_rfa`: roles with >= 100 examples, each split 90% / 10% within itself; every role's test
-  part is evaluated, or those of a seeded sample of `max_evaluated_devices` roles."""
+  part is evaluated, or those of a seeded sample of `max_evaluated_devices` roles.
+
+  `validation_fraction` in (0, 1) holds that share of each role's training part out of training
+  (`validation_splits`); the validation parts then replace the test parts in every evaluation (pooled and
+  personal), so that no test window is read."""
   symbols = _load(shakespeare_source, cache_dir, use_synthetic_data)
   roles = paper_splits.devices_with_enough_examples(_counts(symbols))
   parts = within_role_splits({role: symbols.num_windows(role) for role in roles}, split_seed)
+  if validation_fraction is not None:
+    parts = validation_splits({role: parts[role][0] for role in roles}, validation_fraction, split_seed)
   part = lambda train: shakespeare_windows.WindowsClientData(
       symbols, {role: symbols.window_positions(role, parts[role][0 if train else 1]) for role in roles}
   )
@@ -173,9 +207,13 @@ def create_rfa_task(
 def create_dfl_task(
     *, client_epochs: int, client_batch_size: int, seed: int, cache_dir: Optional[str] = None,
     use_synthetic_data: bool = False, split_seed: int = 0, max_evaluated_devices: Optional[int] = None,
-    shakespeare_source: str = 'plays',
+    shakespeare_source: str = 'plays', validation_fraction: Optional[float] = None,
 ) -> base.Task:
-  """`shakespeare_gru_dfl`: roles with >= 100 examples, split by role into training and test roles."""
+  """`shakespeare_gru_dfl`: roles with >= 100 examples, split by role into training and test roles.
+
+  `validation_fraction` in (0, 1) holds that share of each training role's windows out of training
+  (`validation_splits`); the training roles' validation parts then replace the unseen test roles in every
+  evaluation (pooled, and as the `eval` devices, one per training role), so that no test role is read."""
   symbols = _load(shakespeare_source, cache_dir, use_synthetic_data)
   counts = _counts(symbols)
   all_examples = shakespeare_windows.WindowsClientData(
@@ -184,13 +222,19 @@ def create_dfl_task(
   train_roles, test_roles = paper_splits.dfl_device_split(
       paper_splits.devices_with_enough_examples(counts), keep_fraction=1.0, seed=split_seed
   )
+  train_devices = paper_splits.subset(all_examples, train_roles)
+  test_devices = paper_splits.subset(all_examples, test_roles)
+  if validation_fraction is not None:
+    parts = validation_splits({role: np.arange(counts[role]) for role in train_roles}, validation_fraction, split_seed)
+    part = lambda train: shakespeare_windows.WindowsClientData(
+        symbols, {role: symbols.window_positions(role, parts[role][0 if train else 1]) for role in train_roles}
+    )
+    train_devices, test_devices = part(True), part(False)
   model_fn = paper_models.classifier_model_fn(paper_models.shakespeare_gru_dfl, paper_models.shakespeare_input_spec())
   return paper_splits.by_device_task(
-      'shakespeare_gru_dfl', model_fn,
-      paper_splits.subset(all_examples, train_roles), paper_splits.subset(all_examples, test_roles),
-      reverse_windows,
+      'shakespeare_gru_dfl', model_fn, train_devices, test_devices, reverse_windows,
       client_epochs=client_epochs, client_batch_size=client_batch_size, seed=seed,
-      max_evaluated_devices=max_evaluated_devices,
+      max_evaluated_devices=max_evaluated_devices, held_out_of_training=validation_fraction is not None,
   )
 
 

@@ -27,7 +27,7 @@ from benchmarks import timing  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
 
 DEFENCES = ('bucketing_rfa', 'centered_clipping', 'filtered_centered_clipping')
 CHAINS = ('arc>gm', 'arc>centered_clipping', 'bucketing(s=2)>centered_clipping', 'arc>bucketing(s=2)>gm')

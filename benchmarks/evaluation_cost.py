@@ -30,9 +30,9 @@ from benchmarks import timing  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import evaluation  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import paper_splits  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import shakespeare_papers  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import evaluation  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import paper_splits  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import shakespeare_papers  # pylint: disable=g-import-not-at-top
 
 _NUM_DEVICES = flags.DEFINE_integer('num_devices', 572, 'Devices evaluated and clients of the round.',
                                     lower_bound=1)

@@ -26,7 +26,7 @@ from tff_robust.processes import stateful_clients  # pylint: disable=g-import-no
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import client_state_store  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
 
 _TASK = flags.DEFINE_enum('task', 'digits', tasks.TASK_NAMES, 'Task of the round-time comparison.')
 _ROUNDS = flags.DEFINE_integer('rounds', 15, 'Timed rounds per process (after one warm-up).', lower_bound=1)

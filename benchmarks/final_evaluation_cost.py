@@ -26,10 +26,10 @@ import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 from benchmarks import timing  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import evaluation  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import paper_models  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import paper_splits  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import evaluation  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import paper_models  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import paper_splits  # pylint: disable=g-import-not-at-top
 
 _MAX_EVALUATED_DEVICES = flags.DEFINE_integer(
     'max_evaluated_devices', None, 'Evaluate a seeded sample of this many roles (default: every role).', lower_bound=1

@@ -28,7 +28,7 @@ from benchmarks import timing  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
 
 _TASK = flags.DEFINE_enum('task', 'emnist_cnn', tasks.TASK_NAMES, 'Task (synthetic data where it has some).')
 _ALGORITHMS = flags.DEFINE_list('algorithms', ['fedavg', 'rfa'], 'Algorithms to time.')

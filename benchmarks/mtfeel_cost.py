@@ -27,7 +27,7 @@ from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import metrics_utils  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import digits_cohorts  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import digits_cohorts  # pylint: disable=g-import-not-at-top
 
 _ROUNDS = flags.DEFINE_integer('rounds', 5, 'Timed rounds per process (after one warm-up).', lower_bound=1)
 _ALGORITHMS = ('fedavg', 'mtfeel', 'signsgd', 'fedsgd')  # FedAvg first: its initial model is every process's

@@ -40,7 +40,7 @@ from benchmarks import process_stats  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
 
 _ALGORITHMS = flags.DEFINE_list('algorithms', ['fedavg'], 'Algorithms to time.')
 _CLIENTS_PER_ROUND = flags.DEFINE_integer('clients_per_round', 200, 'Cohort size.', lower_bound=2)

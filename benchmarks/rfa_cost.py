@@ -24,7 +24,7 @@ from benchmarks import timing  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
 
 _TASK = flags.DEFINE_enum('task', 'emnist_cnn', tasks.TASK_NAMES, 'Task of the round-time comparison.')
 _ROUNDS = flags.DEFINE_integer('rounds', 10, 'Timed rounds per algorithm (after one warm-up).', lower_bound=1)

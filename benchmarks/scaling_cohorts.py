@@ -25,7 +25,7 @@ from benchmarks import process_stats
 from benchmarks import scaling_common
 from benchmarks import scaling_report
 from tff_robust.simulation import algorithms
-from tff_robust.simulation.tasks import synthetic_regression
+from tff_robust.tasks import synthetic_regression
 
 _COHORT_SIZES = flags.DEFINE_list('cohort_sizes', ['10', '100', '1000'], 'Clients per round.')
 _COHORT_ALGORITHMS = flags.DEFINE_multi_enum('cohort_algorithms', ['fedavg', 'rfa'], algorithms.ALGORITHM_NAMES,

@@ -16,7 +16,7 @@ from benchmarks import timing
 from tff_robust.processes import indexed_clients
 from tff_robust.processes import stateful_clients
 from tff_robust.runtime import execution_context
-from tff_robust.simulation import tasks
+from tff_robust import tasks
 
 MIB = 2**20
 

@@ -49,8 +49,8 @@ from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-
 from tff_robust.simulation import client_pipelines  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import round_data_prefetch  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import paper_models  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import paper_models  # pylint: disable=g-import-not-at-top
 
 KERAS_MODELS = {
     'shakespeare_lstm_rfa': paper_models.shakespeare_lstm_rfa,

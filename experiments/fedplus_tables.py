@@ -32,10 +32,10 @@ from experiments import worker_exit_report  # pylint: disable=g-import-not-at-to
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import digits_fedplus  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import synthetic_regression_fedplus  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import digits_fedplus  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import synthetic_regression_fedplus  # pylint: disable=g-import-not-at-top
 
 # task -> (create_task, paper's Sec. 5.1 settings: client lr eta, sigma, batch, epochs giving E = 20 steps,
 #          the paper's Table 2 numbers by method)

@@ -48,7 +48,7 @@ from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation.tasks import digits_cohorts  # pylint: disable=g-import-not-at-top
+from tff_robust.tasks import digits_cohorts  # pylint: disable=g-import-not-at-top
 
 METHODS = ('mtfeel', 'local_only', 'fedavg', 'fedsgd', 'signsgd')
 _GRADIENT_METHODS = ('mtfeel', 'signsgd', 'fedsgd')  # one full-batch gradient per device per round

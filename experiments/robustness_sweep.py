@@ -56,7 +56,7 @@ from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import initial_weights  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import run_settings  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
 
 matplotlib.use('Agg')

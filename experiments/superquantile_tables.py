@@ -31,7 +31,7 @@ from tff_robust.processes import delta_fl  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import initial_weights  # pylint: disable=g-import-not-at-top
-from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+from tff_robust import tasks  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
 
 _CONFORMITY_LEVELS = finite_flags.define_float_list('conformity_levels', [0.8, 0.5, 0.1], 'Delta-FL theta values.')

@@ -27,7 +27,7 @@ from tff_robust.runtime import gpu_placement
 from tff_robust.runtime import worker_binaries
 from tff_robust.simulation import algorithm_names
 from tff_robust.simulation import run_settings
-from tff_robust.simulation import task_names
+from tff_robust.tasks import task_names
 
 # The library's constants (see the module docstring): `delta_fl`, `fedplus`, `delta_median`, `channels`,
 # `mtfeel`, `dde` and `simulation.corruption` (whose attack names are `core.attacks.catalog`'s, no TensorFlow).

@@ -23,9 +23,9 @@ from tff_robust.simulation import corruption
 from tff_robust.simulation import metrics_csv
 from tff_robust.simulation import run_settings
 from tff_robust.simulation import schedules
-from tff_robust.simulation import tasks
+from tff_robust import tasks
 from tff_robust.simulation import training_loop
-from tff_robust.simulation.tasks import base
+from tff_robust.tasks import base
 
 # Flags named like the `AlgorithmConfig` fields they set.
 _CONFIG_FLAGS = tuple(field.name for field in dataclasses.fields(algorithms.AlgorithmConfig))

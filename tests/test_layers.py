@@ -1,17 +1,18 @@
 """The package's layers import in one direction (`/work/shared/design.md`: lower layers never import higher ones):
-command_line < core < runtime < aggregators < processes < simulation.
+command_line < core < runtime < aggregators < processes < tasks < simulation.
 
 `command_line` (`finite_flags`, the command-line parser of every binary) imports nothing of the package, so every
 layer and binary may use it. `runtime`, where computations run (issue 34), uses TFF but no algorithm: it imports no
-layer but `command_line` (`worker_service` parses its flags with it). The old `tff_robust.simulation` paths of the
-moved modules are simulation modules that import their new homes, which the rule allows.
+layer but `command_line` (`worker_service` parses its flags with it).
+`tasks` (a model, data and evaluation per task) may use the algorithms' layers; `simulation` (the training loop,
+checkpoints, client pipelines) builds on the tasks.
 """
 
 import ast
 import pathlib
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent / 'tff_robust'
-_LAYERS = ('command_line', 'core', 'runtime', 'aggregators', 'processes', 'simulation')
+_LAYERS = ('command_line', 'core', 'runtime', 'aggregators', 'processes', 'tasks', 'simulation')
 
 
 def _imported_layers(path: pathlib.Path) -> set[str]:

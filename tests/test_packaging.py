@@ -23,7 +23,7 @@ def _setup_arguments(monkeypatch) -> dict:
 
 def test_only_tff_robust_packages_are_installed(monkeypatch):
   packages = _setup_arguments(monkeypatch)['packages']
-  assert 'tff_robust' in packages and 'tff_robust.simulation.tasks' in packages
+  assert 'tff_robust' in packages and 'tff_robust.tasks' in packages
   assert [p for p in packages if p.split('.')[0] != 'tff_robust'] == []
   assert not _setup_arguments(monkeypatch).get('py_modules')
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 # The tiny Sentiment140 data_dir fixture (module-scoped) of the Sent140 task tests, reused here.
-from tests.simulation import sent140_files
+from tests.tasks import sent140_files
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG_DIR = os.path.join(REPO, 'experiments', 'configs')
@@ -121,7 +121,7 @@ def test_flagfile_runs_two_rounds_offline(config, flag_values, tmp_path, monkeyp
   import json  # pylint: disable=g-import-not-at-top
   from experiments import train  # pylint: disable=g-import-not-at-top
   from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
-  from tff_robust.simulation.tasks import sent140  # pylint: disable=g-import-not-at-top
+  from tff_robust.tasks import sent140  # pylint: disable=g-import-not-at-top
 
   values = dict(line.removeprefix('--').split('=', 1) for line in _flag_lines(config))
   twin = _first_config_with_the_same_smoke_run(config)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from experiments import mtfeel_report
-from tff_robust.simulation.tasks import digits_cohorts
+from tff_robust.tasks import digits_cohorts
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

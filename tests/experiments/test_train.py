@@ -12,7 +12,7 @@ from tests.experiments import train_runs
 from tff_robust.command_line import finite_flags
 from tff_robust.processes import delta_fl
 from tff_robust.simulation import corruption
-from tff_robust.simulation import tasks
+from tff_robust import tasks
 
 
 @pytest.mark.slow
@@ -383,7 +383,7 @@ def test_a_cohort_larger_than_the_task_is_refused_before_any_tff_computation(fla
 
 def test_task_options_set_reach_the_task_builder_and_unset_ones_stay_its_defaults(flag_values, monkeypatch):
   from experiments import train_program  # pylint: disable=g-import-not-at-top
-  from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+  from tff_robust import tasks  # pylint: disable=g-import-not-at-top
   calls = []
 
   def record(name, **kwargs):

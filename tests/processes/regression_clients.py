@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_robust.simulation.tasks import synthetic_regression
+from tff_robust.tasks import synthetic_regression
 
 BATCH = 8
 EPOCHS = 2

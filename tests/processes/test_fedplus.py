@@ -10,7 +10,7 @@ from tff_robust.core import fedplus as fedplus_reference
 from tff_robust.processes import fedplus
 from tff_robust.processes import fedprox
 from tff_robust.processes import rfa
-from tff_robust.simulation.tasks import synthetic_regression
+from tff_robust.tasks import synthetic_regression
 from tests.processes.regression_clients import (
     LEARNING_RATE, ROUNDS, client_arrays, datasets, numpy_fedprox, numpy_sgd, run_learning_process, sgd,
 )

@@ -11,7 +11,7 @@ import tensorflow_federated as tff
 from tff_robust.processes import composition
 from tff_robust.processes import fedprox
 from tff_robust.simulation import algorithms
-from tff_robust.simulation.tasks import synthetic_regression
+from tff_robust.tasks import synthetic_regression
 from tests.processes.regression_clients import (
     LEARNING_RATE, client_arrays, datasets, numpy_fedprox, run_learning_process, sgd,
 )

@@ -9,7 +9,7 @@ import tensorflow_federated as tff
 
 from tff_robust.core import weiszfeld
 from tff_robust.processes import personalized_rfa
-from tff_robust.simulation.tasks import synthetic_regression
+from tff_robust.tasks import synthetic_regression
 
 _BATCH = 8
 _LEARNING_RATE = 0.05

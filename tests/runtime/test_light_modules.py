@@ -28,9 +28,9 @@ def test_the_launcher_service_and_placement_checks_import_no_tensorflow():
   ) == '[]'
 
 
-def test_the_old_worker_service_path_and_the_flag_parser_import_no_tensorflow():
+def test_the_worker_service_the_flag_parser_and_the_task_names_import_no_tensorflow():
   assert _heavy_modules_after(
-      'import tff_robust.simulation.worker_service\nimport tff_robust.command_line.finite_flags'
+      'import tff_robust.runtime.worker_service\nimport tff_robust.command_line.finite_flags\nimport tff_robust.tasks'
   ) == '[]'
 
 

@@ -15,7 +15,7 @@ from tff_robust.aggregators import privacy
 from tff_robust.runtime import composing_context
 from tff_robust.runtime import execution_context
 from tff_robust.simulation import algorithms
-from tff_robust.simulation import tasks
+from tff_robust import tasks
 from tests.runtime import two_workers
 
 _NUM_CLIENTS = 5

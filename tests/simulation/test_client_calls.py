@@ -11,7 +11,7 @@ import tensorflow_federated as tff
 
 from tests.client_data_calls import data_reading_client_maps
 from tff_robust.simulation import algorithms
-from tff_robust.simulation import tasks
+from tff_robust import tasks
 
 _TWO_CALLS = {'delta_fl': 'the loss pass, then training of the kept clients'}
 

@@ -11,10 +11,10 @@ from tff_robust.simulation import algorithms
 from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import corruption
 from tff_robust.simulation import training_loop
-from tff_robust.simulation.tasks import base
-from tff_robust.simulation.tasks import shakespeare_papers
-from tff_robust.simulation.tasks import shakespeare_windows
-from tff_robust.simulation.tasks import synthetic_regression
+from tff_robust.tasks import base
+from tff_robust.tasks import shakespeare_papers
+from tff_robust.tasks import shakespeare_windows
+from tff_robust.tasks import synthetic_regression
 
 _BATCH = 8
 

@@ -8,9 +8,9 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.simulation import corruption
-from tff_robust.simulation import data_corruption
+from tff_robust.tasks import data_corruption
 from tff_robust.simulation import update_corruption_process
-from tff_robust.simulation.tasks import digits
+from tff_robust.tasks import digits
 
 
 def _elements(dataset):
@@ -95,7 +95,7 @@ def test_update_attacks_flag_exactly_the_chosen_clients():
 
 
 def test_label_flipping_is_refused_for_a_task_without_class_labels():
-  from tff_robust.simulation.tasks import synthetic_regression  # pylint: disable=g-import-not-at-top
+  from tff_robust.tasks import synthetic_regression  # pylint: disable=g-import-not-at-top
   task = synthetic_regression.create_task(client_epochs=1, client_batch_size=8, seed=0)
   try:
     corruption.make_client_data_fn(task, 'label_flipping', frozenset())
@@ -107,8 +107,8 @@ def test_label_flipping_is_refused_for_a_task_without_class_labels():
 
 def test_the_tasks_listed_for_label_flipping_are_those_with_a_label_flip():
   """The TensorFlow-free list the runner's flags check against matches `Task.flip_labels` (the offline tasks)."""
-  from tff_robust.simulation import task_names  # pylint: disable=g-import-not-at-top
-  from tff_robust.simulation import tasks  # pylint: disable=g-import-not-at-top
+  from tff_robust.tasks import task_names  # pylint: disable=g-import-not-at-top
+  from tff_robust import tasks  # pylint: disable=g-import-not-at-top
   for name in ('digits', 'digits_robust', 'digits_cohorts', 'fedprox_synthetic', 'synthetic_regression',
                'synthetic_regression_fedplus', 'emnist_linear_dfl', 'emnist_cnn'):
     task = tasks.create_task(name, client_epochs=1, client_batch_size=8, seed=0, use_synthetic_data=True)

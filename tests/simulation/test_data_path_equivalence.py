@@ -17,10 +17,10 @@ from tff_robust.processes import composition
 from tff_robust.processes import rfa
 from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import corruption
-from tff_robust.simulation.tasks import base
-from tff_robust.simulation.tasks import paper_models
-from tff_robust.simulation.tasks import shakespeare_papers
-from tff_robust.simulation.tasks import shakespeare_windows
+from tff_robust.tasks import base
+from tff_robust.tasks import paper_models
+from tff_robust.tasks import shakespeare_papers
+from tff_robust.tasks import shakespeare_windows
 
 _BATCH = 10
 _ROUNDS = 3

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tff_robust.simulation import initial_weights
-from tff_robust.simulation.tasks import digits
+from tff_robust.tasks import digits
 
 
 def _flat(weights):

@@ -9,10 +9,10 @@ import tensorflow as tf
 from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import corruption
 from tff_robust.simulation import round_data_prefetch
-from tff_robust.simulation.tasks import base
-from tff_robust.simulation.tasks import paper_models
-from tff_robust.simulation.tasks import shakespeare_papers
-from tff_robust.simulation.tasks import shakespeare_windows
+from tff_robust.tasks import base
+from tff_robust.tasks import paper_models
+from tff_robust.tasks import shakespeare_papers
+from tff_robust.tasks import shakespeare_windows
 
 
 class _Recorder:

@@ -5,7 +5,7 @@ import pytest
 
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import schedules
-from tff_robust.simulation import tasks
+from tff_robust import tasks
 
 
 def test_step_decay_follows_gamma0_c_to_the_floor_of_t_over_t0():

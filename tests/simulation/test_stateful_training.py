@@ -10,7 +10,7 @@ import tensorflow_federated as tff
 from tff_robust.processes import fedplus
 from tff_robust.simulation import client_state_store
 from tff_robust.simulation import training_loop
-from tff_robust.simulation.tasks import synthetic_regression_fedplus
+from tff_robust.tasks import synthetic_regression_fedplus
 
 _ROUNDS = 6
 

@@ -2,9 +2,7 @@
 (`execution_context`, `composing_context`), the worker's launcher (network isolation, death with its parent),
 `worker_service`, and which worker binary runs client computations where (`worker_binaries`, `gpu_placement`).
 
-Moved here from `tff_robust.simulation` (issue 34), whose old paths of the documented entry points are kept for
-now as the same module objects (`tff_robust.simulation.execution_context` is `tff_robust.runtime.execution_context`;
-`python -m tff_robust.simulation.worker_service` serves). This package imports no `tff_robust` layer but
+This package imports no `tff_robust` layer but
 `command_line` (`worker_service` parses its flags with `finite_flags`), and imports nothing up front: the launcher
 and `worker_service` run without TensorFlow.
 """

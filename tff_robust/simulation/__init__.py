@@ -1,4 +1,5 @@
-"""Simulation support: tasks, data corruption, client-state store, training loop (execution: `tff_robust.runtime`)."""
+"""Simulation support: the training loop, checkpoints, client pipelines and the client-state store (tasks:
+`tff_robust.tasks`; execution: `tff_robust.runtime`)."""
 
 from tff_robust import _lazy_submodules
 

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from tff_robust.simulation import shuffle_order
-from tff_robust.simulation.tasks import base
+from tff_robust.tasks import base
 
 CohortTransform = Callable[[np.random.Generator, Sequence, Optional[Sequence[Optional[int]]]], list]
 

@@ -15,8 +15,8 @@ import numpy as np
 from tff_robust.core import corruption as core_corruption
 from tff_robust.core.attacks import catalog
 from tff_robust.simulation import update_corruption_process
-from tff_robust.simulation.tasks import base
-from tff_robust.simulation.tasks import shakespeare_windows
+from tff_robust.tasks import base
+from tff_robust.tasks import shakespeare_windows
 
 UPDATE_ATTACKS = catalog.ATTACK_NAMES
 DATA_CORRUPTIONS = ('none', 'data', 'label_flipping')

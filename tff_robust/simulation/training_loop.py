@@ -23,8 +23,8 @@ from tff_robust.simulation import metrics_csv
 from tff_robust.simulation import metrics_utils
 from tff_robust.simulation import round_data_prefetch
 from tff_robust.simulation import schedules
-from tff_robust.simulation.tasks import base
-from tff_robust.simulation.tasks import evaluation
+from tff_robust.tasks import base
+from tff_robust.tasks import evaluation
 
 # Aggregators that report no `secure_average_calls` (the weighted mean, norm clipping, the gather-based
 # baselines) upload each update once per round: one call, the RFA paper's accounting (App. D.3).

@@ -1,0 +1,97 @@
+"""Tasks from `tff.simulation.baselines`: EMNIST character recognition and Shakespeare next character.
+
+Real data comes from TFF's loaders (network or a local cache); `use_synthetic_data=True` uses TFF's own
+synthetic stand-in of the same shapes, which works offline. The training clients are split by device: a
+seeded 20% become unseen test devices, evaluated one by one (at most 200 devices per group) along with
+the training devices; the pooled centralized test set of TFF stays the `evaluate` metric.
+"""
+
+import numpy as np
+import tensorflow_federated as tff
+
+from tff_robust.tasks import data_corruption
+from tff_robust.tasks import base
+from tff_robust.tasks import evaluation
+
+_MAX_EVALUATED_DEVICES = 200
+_EMNIST_CLASSES = 62  # only_digits=False
+
+
+def _from_baseline(
+    name, build_baseline, accuracy_metric, corrupt_train, *, client_epochs, client_batch_size, use_synthetic_data,
+    flip_labels=None,
+):
+  spec = tff.simulation.baselines.ClientSpec(num_epochs=client_epochs, batch_size=client_batch_size)
+  try:
+    baseline = build_baseline(spec, use_synthetic_data=use_synthetic_data)
+  except Exception as error:  # TFF raises whatever its downloader raises (URLError, OSError, ...).
+    raise base.DataUnavailableError(
+        f'Could not load the real data of task {name!r} ({type(error).__name__}: {error}). Without network '
+        'access or a local TFF dataset cache, pass --use_synthetic_data.'
+    ) from error
+  datasets = baseline.datasets
+  metric_names = {accuracy_metric: 'accuracy'}
+  evaluator = evaluation.CentralizedEvaluator(
+      baseline.model_fn, datasets.get_centralized_test_data(), metric_names
+  )
+  train_data, test_devices = split_by_device(datasets.train_data)
+  groups = {'train': evaluation.DeviceGroup(_sample_devices(train_data), datasets.eval_preprocess_fn, True)}
+  if test_devices is not None:
+    groups['eval'] = evaluation.DeviceGroup(_sample_devices(test_devices), datasets.eval_preprocess_fn, False)
+  return base.Task(
+      name, baseline.model_fn, train_data,
+      preprocess_train=datasets.train_preprocess_fn, corrupt_train=corrupt_train, evaluate=evaluator,
+      device_evaluator=evaluation.DeviceEvaluator(baseline.model_fn, groups, metric_names), flip_labels=flip_labels,
+  )
+
+
+def split_by_device(client_data, *, test_fraction: float = 0.2, seed: int = 0):
+  """(training devices, unseen test devices): a seeded `test_fraction` of the client ids (at least one)
+  become test devices, as Superquantile FL splits by device. With a single client there is no test device."""
+  if not 0 < test_fraction < 1:
+    raise ValueError(f'test_fraction must be in (0, 1), got {test_fraction}')
+  ids = sorted(client_data.client_ids)
+  if len(ids) < 2:
+    return client_data, None
+  shuffled = [ids[i] for i in np.random.default_rng(seed).permutation(len(ids))]
+  num_test = max(1, int(round(test_fraction * len(ids))))
+  subset = lambda chosen: tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
+      sorted(chosen), client_data.serializable_dataset_fn
+  )
+  return subset(shuffled[num_test:]), subset(shuffled[:num_test])
+
+
+def _sample_devices(client_data):
+  """At most _MAX_EVALUATED_DEVICES devices (seeded): per-device evaluation runs device by device."""
+  ids = sorted(client_data.client_ids)
+  if len(ids) <= _MAX_EVALUATED_DEVICES:
+    return client_data
+  chosen = np.random.default_rng(0).choice(len(ids), _MAX_EVALUATED_DEVICES, replace=False)
+  return tff.simulation.datasets.ClientData.from_clients_and_tf_fn(
+      sorted(ids[i] for i in chosen), client_data.serializable_dataset_fn
+  )
+
+
+def create_emnist_cnn_task(*, client_epochs, client_batch_size, use_synthetic_data) -> base.Task:
+  """EMNIST-62 with TFF's baseline CNN (`model_id='cnn_dropout'`)."""
+  return _from_baseline(
+      'emnist_cnn',
+      lambda spec, **kw: tff.simulation.baselines.emnist.create_character_recognition_task(
+          spec, model_id='cnn_dropout', only_digits=False, **kw
+      ),
+      'sparse_categorical_accuracy',
+      data_corruption.negate_images('pixels'),
+      client_epochs=client_epochs, client_batch_size=client_batch_size, use_synthetic_data=use_synthetic_data,
+      flip_labels=data_corruption.flip_labels('label', _EMNIST_CLASSES),
+  )
+
+
+def create_shakespeare_rnn_task(*, client_epochs, client_batch_size, use_synthetic_data) -> base.Task:
+  """Shakespeare next-character prediction with TFF's baseline recurrent model."""
+  return _from_baseline(
+      'shakespeare_rnn',
+      tff.simulation.baselines.shakespeare.create_character_prediction_task,
+      'accuracy_without_out_of_vocab_or_end_of_sentence',
+      data_corruption.reverse_text('snippets'),
+      client_epochs=client_epochs, client_batch_size=client_batch_size, use_synthetic_data=use_synthetic_data,
+  )

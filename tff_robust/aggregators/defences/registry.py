@@ -102,6 +102,7 @@ class Entry:
   needs_clients_per_round: bool = False
 
   def param(self, name: str) -> Param:
+    """The parameter `name` of this entry; ValueError listing the allowed ones if it has none of that name."""
     for param in self.params:
       if param.name == name:
         return param

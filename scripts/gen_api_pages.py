@@ -48,7 +48,7 @@ def _undocumented(obj) -> list[str]:
 
 def undocumented_public_names(repo: pathlib.Path = REPO) -> list[str]:
   """Every public module, class, function and method of `tff_robust` without a docstring, sorted."""
-  package = griffe.load(PACKAGE, search_paths=[str(repo)], resolve_aliases=False)
+  package = griffe.load(repo / PACKAGE, resolve_aliases=False)  # by path: never an installed copy
   missing = [] if package.docstring else [PACKAGE]
   return sorted(missing + _undocumented(package))
 

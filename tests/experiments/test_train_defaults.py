@@ -1,4 +1,4 @@
-"""The runner's defaults run: the README's examples as written (up to the number of rounds), and the sign-vote
+"""The runner's defaults run: the runner guide's examples (docs/guides/runner.md) as written (up to the number of rounds), and the sign-vote
 algorithms without --clients_per_round (every device of the task, each trains every round)."""
 
 import os
@@ -12,9 +12,9 @@ _README_RUNNER_COMMAND = '.venv/bin/python -m experiments.train '
 
 
 def _readme_examples() -> list[list[str]]:
-  """The flags of every `experiments.train` command in the README's Experiments block that trains a model."""
-  with open(os.path.join(train_runs.REPO, 'README.md')) as f:
-    block = f.read().split('## Experiments\n\n```bash\n', 1)[1].split('```', 1)[0]
+  """The flags of every `experiments.train` command in the runner guide's first block that trains a model."""
+  with open(os.path.join(train_runs.REPO, 'docs', 'guides', 'runner.md')) as f:
+    block = f.read().split('```bash\n', 1)[1].split('```', 1)[0]
   lines = [line.split('#')[0].strip() for line in block.splitlines() if line.startswith(_README_RUNNER_COMMAND)]
   return [line.removeprefix(_README_RUNNER_COMMAND).split() for line in lines if '--help' not in line]
 

@@ -46,6 +46,28 @@ def _resolve_names(names) -> dict:
   return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _paragraphs(text: str) -> list[list[str]]:
+  """Runs of consecutive prose lines outside code blocks (a table, list item, heading or HTML comment ends one)."""
+  paragraphs, current, inside = [], [], False
+  for line in text.splitlines():
+    if line.startswith('```'):
+      inside = not inside
+    prose = not inside and line.strip() and not line.startswith(('```', '|', '- ', '#', '<!--'))
+    if prose:
+      current.append(line)
+    elif current:
+      paragraphs.append(current)
+      current = []
+  return paragraphs + ([current] if current else [])
+
+
+def test_the_readme_is_short_and_its_paragraphs_too():
+  """Issue 44: the README is the front door, at most 200 lines, no paragraph longer than 6 lines."""
+  text = (_REPO / 'README.md').read_text()
+  assert len(text.splitlines()) <= 200
+  assert [p[0] for p in _paragraphs(text) if len(p) > 6] == []
+
+
 def test_documents_name_the_modules_users_reach_for():
   names = _documented_names()
   assert 'tff_robust.aggregators.privacy.non_secure_intrinsics' in names

@@ -26,8 +26,8 @@ _TENSORFLOW_LOG_LINE = re.compile(
     r'|^To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.$'
 )
 
-# 30 lines as a user writes them (README "Using it"): RFA on a tiny Keras model, three rounds on in-memory clients,
-# with TFF's own execution context.
+# 30 lines as a user writes them (docs/guides/robust_aggregation.md): RFA on a tiny Keras model, three rounds on
+# in-memory clients, with TFF's own execution context.
 _API_SCRIPT = '''
 import collections, json
 import numpy as np

@@ -26,8 +26,8 @@ _TENSORFLOW_LOG_LINE = re.compile(
     r'|^To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.$'
 )
 
-# 30 lines as a user writes them (README "Using it"): RFA on a tiny Keras model, three rounds on in-memory clients,
-# with TFF's own execution context.
+# 30 lines as a user writes them (docs/guides/robust_aggregation.md): RFA on a tiny Keras model, three rounds on
+# in-memory clients, with TFF's own execution context.
 _API_SCRIPT = '''
 import collections, json
 import numpy as np
@@ -62,35 +62,6 @@ print(json.dumps({'aggregator': sorted(output.metrics['aggregator']),
                   'empty': empty_entries({k: output.metrics[k] for k in ('client_work', 'aggregator')})}))
 '''
 
-
-# The secure-aggregation example (docs' robust aggregation guide): the registry's preset with secure bounds, passed
-# to TFF's own FedAvg as its model aggregator, one round in tff_robust's execution context (TFF's own cannot run
-# secure sums).
-_SECURE_SCRIPT = '''
-import collections
-import numpy as np
-import tensorflow as tf
-import tensorflow_federated as tff
-from tff_robust.aggregators import defences
-from tff_robust.runtime import execution_context
-
-execution_context.set_local_execution_context()
-
-def model_fn():
-  keras_model = tf.keras.Sequential([tf.keras.layers.InputLayer(input_shape=(4,)), tf.keras.layers.Dense(2)])
-  return tff.learning.models.from_keras_model(
-      keras_model, loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-      input_spec=collections.OrderedDict(x=tf.TensorSpec([None, 4], tf.float32), y=tf.TensorSpec([None], tf.int32)))
-
-aggregator = defences.build_factory('recommended_secure', clients_per_round=10, num_byzantine=0,
-                                    secure_bounds=defences.SecureBounds(10.0, 100.0))
-process = tff.learning.algorithms.build_weighted_fed_avg(
-    model_fn, client_optimizer_fn=tff.learning.optimizers.build_sgdm(0.1), model_aggregator=aggregator)
-clients = [tf.data.Dataset.from_tensor_slices(collections.OrderedDict(
-    x=np.random.rand(8, 4).astype(np.float32), y=np.zeros(8, np.int32))).batch(4) for _ in range(10)]
-output = process.next(process.initialize(), clients)
-print(sorted(output.metrics))
-'''
 
 def _user_environment() -> dict:
   environment = {name: value for name, value in os.environ.items() if name != 'TF_CPP_MIN_LOG_LEVEL'}
@@ -161,12 +132,3 @@ def test_a_script_importing_any_module_exits_without_tffs_exit_traceback(tmp_pat
   assert 'Exception ignored' not in stderr and 'Traceback' not in stderr, stderr[-3000:]
   assert left == []
 
-
-def test_the_secure_preset_in_tffs_own_fedavg_prints_no_python_error(tmp_path):
-  # Without `_quiet_secure_sum` this printed 10 blocks of "ERROR:tensorflow: Object was never used ...
-  # assert_less_equal" (~120 lines): the unused bounds assert of TFF's secure sum, collected after tracing.
-  status, stdout, stderr, left = _run_script(tmp_path, _SECURE_SCRIPT)
-  assert status == 0, stderr[-3000:]
-  assert left == []
-  assert stdout.splitlines()[-1] == "['aggregator', 'client_work', 'distributor', 'finalizer']"
-  assert [line for line in stderr.splitlines() if not _TENSORFLOW_LOG_LINE.search(line)] == [], stderr[-3000:]

@@ -140,6 +140,8 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     return math.ceil(self._max_clients / self._bucket_size)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes."""
     wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     weight_dtype = wide_weight_type.dtype
     inner_process = self._inner_factory.create(value_type, weight_type)

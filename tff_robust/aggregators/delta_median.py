@@ -101,6 +101,8 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
     self._sum_factory = sum_factory
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes."""
     # Computed in float32 or wider (`widening`): a_k x_k and the sums overflow float16 long before float32.
     wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     weight_dtype = wide_weight_type.dtype

@@ -66,6 +66,8 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
       )
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes. It gathers every client's row (not secure)."""
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
     rows = FlatRows(value_type, weight_type)

@@ -92,6 +92,8 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes."""
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
     norm_type = tff.TensorType(widening.value_dtype(value_type))

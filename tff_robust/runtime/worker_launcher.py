@@ -207,6 +207,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> None:
+  """Enters a private network namespace (unless told to expose), reports the outcome on the status pipe, then execs the
+  worker binary (the module docstring)."""
   args = _parse(argv)
   status = 'exposed not asked to isolate'
   if args.network != EXPOSE:

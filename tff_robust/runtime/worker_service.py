@@ -1,11 +1,11 @@
 r"""Serves TFF's C++ executor service (`worker_binary`) on a port, in the foreground, for remote runs.
 
-  python -m tff_robust.runtime.worker_service --port=8000 [--gpus=auto|none|0,1] \
-      [--max_concurrent_computation_calls=N] [--worker_binary=PATH]
+    python -m tff_robust.runtime.worker_service --port=8000 [--gpus=auto|none|0,1] \
+        [--max_concurrent_computation_calls=N] [--worker_binary=PATH]
 
 then, on the machine that drives training:
 
-  python -m experiments.train --tff_worker_address=HOST:8000 ...
+    python -m experiments.train --tff_worker_address=HOST:8000 ...
 
 The process replaces itself with the worker binary (same pid, so stopping this process stops the worker):
 `--worker_binary`, else $TFF_ROBUST_WORKER_BINARY, else the one shipped in the TFF wheel, which is built without
@@ -17,7 +17,7 @@ unauthenticated, unencrypted gRPC; whoever reaches the port can run any TensorFl
 included) as this user. The service says so in one line when it starts. Run it only where no one else can reach
 the port: a private network, or a firewall rule admitting only the driving machine, or behind an SSH tunnel
 (`ssh -N -L 8000:localhost:8000 compute-host` on the driver, then `--tff_worker_address=localhost:8000`), as
-the README's "Where clients run" shows.
+the guide "Where clients run" (docs/guides/where_clients_run.md) shows.
 
 A bad flag is refused with one line on stderr naming it, exit status 2 (as `experiments.train` does). Nothing
 here imports TensorFlow unless `--gpus` must count the GPUs of a worker that can use them.
@@ -57,6 +57,8 @@ _EXPOSURE_WARNING = (
 
 
 def main(argv: list[str]) -> None:
+  """The `worker_service` binary: parses its flags (one-line refusals, exit status 2), chooses the worker binary and
+  GPUs, then serves TFF's executor service on `--port` until stopped."""
   app.define_help_flags()  # --help, --helpfull: print the help and exit
   positional = finite_flags.parse_flags(argv)  # a bad value (NaN, inf included) ends here in one line, status 2
   if len(positional) > 1:

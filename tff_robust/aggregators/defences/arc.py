@@ -89,6 +89,9 @@ class AdaptiveRobustClippingFactory(tff.aggregators.WeightedAggregationFactory):
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes. With no client to clip (`clipped_count == 0`)
+    it is the inner factory's process."""
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
     if self.clipped_count == 0:

@@ -206,9 +206,8 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((inner_process.initialize(), tff.federated_value(np.int32(0), tff.SERVER)))
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       nonfinite = count_process.next(count_process.initialize(), nonfinite)
       round_num = state[1]
       keys = tff.federated_map(one_hot_key, (value, tff.federated_broadcast(round_num)))

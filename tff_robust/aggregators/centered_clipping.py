@@ -121,9 +121,8 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((mean_process.initialize(), tff.federated_eval(zeros, tff.SERVER)))
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       count = count_process.next(count_process.initialize(), nonfinite)
       mean_state, center = state[0], state[1]
       for _ in range(self._num_iterations):

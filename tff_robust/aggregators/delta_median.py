@@ -183,9 +183,8 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((mean_sum.initialize(), step_sum.initialize()))
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       mean_output = mean_sum.next(state[0], tff.federated_map(weighted_value, (value, weight)))
       center = tff.federated_map(weighted_mean, mean_output.result)
       step_state = state[1]

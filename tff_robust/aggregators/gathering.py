@@ -89,11 +89,7 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_value((), tff.SERVER)
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
       output = tff.federated_map(apply_rule, rows.gather(value, weight))
       return tff.templates.MeasuredProcessOutput(state=state, result=output[0], measurements=output[1])

@@ -136,9 +136,8 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return mean_process.initialize()
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       mean_state, objective_state = state, objective_process.initialize()
       count = count_process.next(count_process.initialize(), nonfinite)
 

@@ -128,9 +128,8 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
     def init_fn():
       return mean_process.initialize()
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       t_range = tff.federated_value(np.asarray([-limit, limit], dtype), tff.SERVER)
       for _ in range(num_passes):
         client_indicators = tff.federated_map(indicators, (value, tff.federated_broadcast(t_range)))

@@ -92,9 +92,8 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return mean_process.initialize()
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       clipped, was_clipped = tff.federated_map(clip, value)
       output = mean_process.next(state, clipped, weight)
       measurements = inner_measurements.with_inner(collections.OrderedDict(

@@ -160,9 +160,8 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
           distance=tff.federated_value(np.zeros([], dtype), tff.SERVER),
       ))
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       mean_state, estimate, distance = state.mean, state.estimate, state.distance
       for _ in range(num_passes):
         smoothing = tff.federated_map(guard, (estimate, distance))

@@ -28,6 +28,7 @@ checkpoints resume the run once the worker is back.
 """
 
 import atexit
+import functools
 import gc
 import os
 import select
@@ -43,6 +44,8 @@ import warnings
 import grpc
 import portpicker
 import tensorflow_federated as tff
+# TFF 0.87 exposes its intrinsic desugaring only inside `desugar_and_transform_to_native`, which always runs Grappler.
+from tensorflow_federated.python.core.environments.tensorflow_backend import tensorflow_tree_transformations
 from tensorflow_federated.python.core.impl.context_stack import set_default_context as tff_default_context
 
 from tff_robust.runtime import composing_context
@@ -310,11 +313,26 @@ def _wait_until_ready(stub, worker: Optional[LocalWorker], address: str) -> None
     time.sleep(0.05)
 
 
-def compile_for_simulation(computation):
+def compile_for_simulation(computation, *, optimize_graphs: bool = True):
   """`computation` as the workers run it: secure sums replaced by their insecure bodies (the same clipping and
-  quantisation), then TFF's native lowering. The `compiler_fn` of every context this module installs."""
+  quantisation), then TFF's native lowering. The `compiler_fn` of every context this module installs.
+
+  `optimize_graphs`: TFF's lowering (`tff.backends.native.desugar_and_transform_to_native`) runs Grappler with
+  aggressive constant folding, arithmetic, loop, function and memory optimisation on every TensorFlow computation
+  it compiles; False lowers the same way without Grappler (`transform_to_native_form(grappler_config=None)`).
+  Compiling is a one-off per computation, so a training run keeps the default; the test session, which compiles
+  thousands of small computations and runs each a few times, turns it off (measured 2026-11-28 on a loaded
+  2-core machine: the `recommended_secure` chain's create, compile and five rounds took 3.4-4.7 s without
+  Grappler and 10.2-11.4 s with it). Without Grappler's function inlining a dataset placeholder could land on a
+  GPU (TFF's comment in its compiler): use it on CPU workers only.
+  """
   computation = tff.backends.test.replace_secure_intrinsics_with_bodies(computation)
-  return tff.backends.native.desugar_and_transform_to_native(computation)
+  if optimize_graphs:
+    return tff.backends.native.desugar_and_transform_to_native(computation)
+  desugared, _ = tensorflow_tree_transformations.replace_intrinsics_with_bodies(computation.to_building_block())
+  return tff.backends.native.transform_to_native_form(
+      tff.framework.ConcreteComputation.from_building_block(desugared), grappler_config=None
+  )
 
 
 def _executor_factory(stub, default_num_clients: int) -> tff.framework.ResourceManagingExecutorFactory:
@@ -328,17 +346,20 @@ def _executor_factory(stub, default_num_clients: int) -> tff.framework.ResourceM
   return tff.framework.ResourceManagingExecutorFactory(executor_stack_fn)
 
 
-def _make_context(stub, default_num_clients: int) -> tff.framework.SyncExecutionContext:
+def _make_context(stub, default_num_clients: int, optimize_graphs: bool = True) -> tff.framework.SyncExecutionContext:
   return tff.framework.SyncExecutionContext(
       executor_fn=_executor_factory(stub, default_num_clients),
-      compiler_fn=compile_for_simulation,
+      compiler_fn=functools.partial(compile_for_simulation, optimize_graphs=optimize_graphs),
       transform_args=tff.tensorflow.transform_args,
       transform_result=tff.tensorflow.transform_result,
   )
 
 
-def local_worker_context(worker: LocalWorker, *, default_num_clients: int = 0) -> tff.framework.SyncExecutionContext:
-  """The execution context `set_local_execution_context` installs, on `worker` (ready), for `install`ing.
+def local_worker_context(
+    worker: LocalWorker, *, default_num_clients: int = 0, optimize_graphs: bool = True
+) -> tff.framework.SyncExecutionContext:
+  """The execution context `set_local_execution_context` installs, on `worker` (ready), for `install`ing;
+  `optimize_graphs` as in `compile_for_simulation`.
 
   A call that fails because `worker` has exited raises `WorkerExited` (see the module docstring).
   """
@@ -347,7 +368,7 @@ def local_worker_context(worker: LocalWorker, *, default_num_clients: int = 0) -
   )
   stub = tff.framework.RemoteExecutorGrpcStub(channel)
   _wait_until_ready(stub, worker, worker.address)
-  return _make_context(stub, default_num_clients)
+  return _make_context(stub, default_num_clients, optimize_graphs)
 
 
 def _ready_stub(address: str):
@@ -422,6 +443,7 @@ def set_local_execution_context(
     *, default_num_clients: int = 0, max_concurrent_computation_calls: Optional[int] = None,
     visible_gpus: Optional[str] = None,
     network_isolation: Optional[str] = None, log_dir: Optional[str] = None, worker_binary: Optional[str] = None,
+    optimize_graphs: bool = True,
 ) -> LocalWorker:
   """Installs (once per process) a C++ execution context backed by a worker this process owns.
 
@@ -440,6 +462,8 @@ def set_local_execution_context(
     worker_binary: the executable to start instead of the TFF wheel's `worker_binary`, e.g. one built from TFF's
       source with CUDA (the wheel's has no CUDA: `gpu_placement`); None reads $TFF_ROBUST_WORKER_BINARY, and
       the wheel's where that is unset. It is started through `worker_launcher`, network isolation included.
+    optimize_graphs: whether computations are compiled with Grappler (`compile_for_simulation`); the default
+      True is TFF's own lowering, False compiles several times faster (the test session's choice).
 
   Returns:
     The `LocalWorker`; call `stop_local_execution_context()` (or let the process exit) to stop it.
@@ -454,7 +478,9 @@ def set_local_execution_context(
         network_isolation=network_isolation, log_dir=log_dir, worker_binary=worker_binary,
     )
     try:
-      context = local_worker_context(worker, default_num_clients=default_num_clients)
+      context = local_worker_context(
+          worker, default_num_clients=default_num_clients, optimize_graphs=optimize_graphs
+      )
     except BaseException:
       worker.stop()
       raise

@@ -25,6 +25,7 @@ from tff_robust.aggregators.defences import registry as defence_registry
 from tff_robust.core.attacks import catalog
 from tff_robust.runtime import gpu_placement
 from tff_robust.runtime import worker_binaries
+from tff_robust.runtime import worker_tls
 from tff_robust.simulation import algorithm_names
 from tff_robust.simulation import run_settings
 from tff_robust.tasks import task_names
@@ -329,6 +330,12 @@ TFF_WORKER_ADDRESS = flags.DEFINE_list(
     'host:port of TFF executor services (python -m tff_robust.runtime.worker_service) to run on; several '
     'split each cohort over them, every aggregation pass on all at once (every algorithm). Empty: a local worker.',
 )
+TFF_WORKER_CREDENTIALS = flags.DEFINE_string(
+    'tff_worker_credentials', None,
+    'Mutual TLS with the --tff_worker_address workers (started with worker_service --tls_*): a directory holding '
+    'ca.pem (signed the workers\' certificates), client.pem and client.key (this driver\'s); '
+    'scripts/make_test_certificates.sh makes a test set (its driver/). Unset: plain gRPC (loopback, SSH tunnel).',
+)
 GPUS = flags.DEFINE_string(
     'gpus', gpu_placement.AUTO,
     "Local worker: GPUs client computation may use: 'auto' (all TensorFlow sees), 'none' (CPU) or '0,1'. TFF's "
@@ -351,8 +358,8 @@ WORKER_BINARY = flags.DEFINE_string(
 # one run, and a command whose defining flags differ from those recorded there is refused (`check_run_directory`).
 NON_DEFINING_FLAGS = frozenset({
     'total_rounds', 'rounds_per_eval', 'rounds_per_checkpoint', 'progress_bar', 'root_output_dir', 'experiment_name',
-    'overwrite', 'data_cache_dir', 'tff_worker_address', 'gpus', 'max_concurrent_computation_calls', 'worker_binary',
-    'stop_after_rounds_without_update',
+    'overwrite', 'data_cache_dir', 'tff_worker_address', 'tff_worker_credentials', 'gpus',
+    'max_concurrent_computation_calls', 'worker_binary', 'stop_after_rounds_without_update',
 })
 
 
@@ -550,6 +557,20 @@ def check_local_worker() -> None:
   needed: `gpu_placement.check_binary_supports`). The GPUs TensorFlow sees are counted by `train_program`."""
   try:
     gpu_placement.check_binary_supports(GPUS.value, local_worker_binary())
+  except ValueError as error:
+    raise Refusal(str(error)) from None
+
+
+def check_remote_workers() -> None:
+  """Raises Refusal for --tff_worker_credentials without remote workers, or whose files cannot serve (missing,
+  unreadable, not PEM, a key that does not match its certificate: `worker_tls.client_credentials`)."""
+  if TFF_WORKER_CREDENTIALS.value is None:
+    return
+  if not TFF_WORKER_ADDRESS.value:
+    raise Refusal('--tff_worker_credentials is for remote workers: give their --tff_worker_address too (the local '
+                  'worker needs no TLS: no other host can reach it)')
+  try:
+    worker_tls.client_credentials(TFF_WORKER_CREDENTIALS.value)
   except ValueError as error:
     raise Refusal(str(error)) from None
 

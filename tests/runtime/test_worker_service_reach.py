@@ -1,6 +1,7 @@
 """Who can reach a `worker_service`, tried from another network namespace of this machine ("another host", joined
 to this one by a veth pair: `network_namespaces`): with its defaults no one there; with `--listen` and mutual TLS only
-a client holding a certificate of the service's client CA, every other connection refused and logged in one line.
+a client holding a certificate of the service's client CA, every other connection refused and logged in one line;
+such a driver there trains on two TLS workers as the local worker does (slow).
 
 Each client is `tests.runtime.grpc_probe`, a gRPC call of TFF's executor service started inside that namespace.
 """
@@ -10,10 +11,13 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import tensorflow_federated as tff
 
 from tests.runtime import network_namespaces
 from tests.runtime import worker_services
+from tests.simulation import algorithm_rounds
 from tests.simulation import proc_files
 
 _REACHED = ('OK', 'NOT_FOUND')  # TFF's executor service answered the probe's empty request (see grpc_probe)
@@ -110,3 +114,32 @@ def test_with_listen_and_tls_only_a_client_certificate_of_the_client_ca_reaches_
   assert accepted['code'] in _REACHED, accepted
   (line,) = service.lines('accepted a connection')
   assert f'from {peer.peer_address}:' in line and 'tff_robust driver' in line
+
+
+@pytest.mark.slow
+def test_a_driver_in_the_peer_namespace_runs_rfa_and_secure_delta_fl_on_two_tls_workers_as_locally(
+    peer, certificates, services, tmp_path):
+  ours = certificates['ours']
+  workers = [services(f'--listen={peer.host_address}', *worker_services.tls_flags(ours)) for _ in range(2)]
+  local = tff.framework.get_context_stack().current  # the session's worker
+  task, _, cohort = algorithm_rounds.task_and_cohort()
+  processes = {name: algorithm_rounds.build_process(name, task) for name in ('rfa', 'delta_fl')}  # secure quantile
+  initial = {}
+  for name, process in processes.items():
+    with tff.framework.get_context_stack().install(local):
+      initial[name] = algorithm_rounds.flat_model_weights(process, process.initialize())
+    np.savez(tmp_path / f'{name}_initial.npz', *initial[name])
+  driver = peer.run(sys.executable, '-m', 'tests.runtime.remote_rounds',
+                    f'--addresses={",".join(f"{peer.host_address}:{worker.port}" for worker in workers)}',
+                    f'--credentials={ours}/driver', f'--directory={tmp_path}', *processes, cwd=worker_services.REPO,
+                    timeout=1200)
+  assert driver.returncode == 0, driver.stderr[-3000:]
+  for name, process in processes.items():
+    expected, _ = algorithm_rounds.run_rounds(local, process, cohort, initial_weights=initial[name])
+    with np.load(tmp_path / f'{name}.npz') as remote:
+      remote_weights = [remote[key] for key in remote.files]
+    algorithm_rounds.assert_close(remote_weights, algorithm_rounds.flat_model_weights(process, expected))
+    assert not np.allclose(remote_weights[0], initial[name][0])  # it trained
+  for worker in workers:  # both computed, reached from the peer through TLS only
+    accepted = worker.lines('accepted a connection')
+    assert accepted and all(f'from {peer.peer_address}:' in line for line in accepted), accepted

@@ -16,7 +16,9 @@ Remote execution (`set_remote_execution_context`) runs every computation over th
 or more addresses (`tff.framework.RemoteExecutor` over gRPC) with `composing_context.ComposingContext`: the
 cohort is split into one shard per worker, client values stay on their worker, and each aggregation pass
 (RFA's Weiszfeld passes, Delta-FL's quantile passes, Fed+'s medians included) runs on every worker at once
-and is merged on the first. Start a worker with `python -m tff_robust.runtime.worker_service --port=PORT`.
+and is merged on the first. Start a worker with `python -m tff_robust.runtime.worker_service --port=PORT` (this host
+only, or other hosts through an SSH tunnel), or with its `--tls_*` flags and `credentials_dir` here for mutual TLS
+(`worker_channels`: gRPC's own TLS; a worker whose certificate does not verify is refused at once).
 
 A worker that dies. TFF retries a computation whose gRPC call fails as UNAVAILABLE without limit (its
 `AsyncExecutionContext.invoke`, backing off to 30 s between attempts), so a run whose worker has died would wait

@@ -3,7 +3,7 @@ r"""Cost of MtFEEL and its baselines on digits_cohorts: uplink bits per round an
   python -m benchmarks.mtfeel_cost
   python -m benchmarks.mtfeel_cost --rounds=1
 
-(a) Uplink bits per device per round (docs/mtfeel.md), measured in one round on the error-free
+(a) Uplink bits per device per round (docs/guides/mtfeel.md), measured in one round on the error-free
 channel: MtFEEL sends N d sign bits and N float32 losses (its `aggregator/uplink_bits`), signSGD d sign bits
 (its `aggregator/channel/bits`); FedSGD sends 32 d bits, d being the model's parameter count. Ratios to FedSGD.
 (b) Round time of MtFEEL, signSGD and FedSGD relative to FedAvg on the same task and initial model, all N

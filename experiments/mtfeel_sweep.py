@@ -4,7 +4,7 @@ r"""MtFEEL's comparison table and Fig. 4 on digits_cohorts: accuracy error-free 
   python -m experiments.mtfeel_sweep --methods=mtfeel,local_only --sweep_methods=mtfeel --seeds=0 \
       --total_rounds=20 --snr_db_values=-10,10 --flip_probabilities=0.2
 
-Runs (docs/mtfeel.md), each in runs/<method>_<channel>[_snr<dB>|_p<p>]_seed<s>/:
+Runs (docs/guides/mtfeel.md), each in runs/<method>_<channel>[_snr<dB>|_p<p>]_seed<s>/:
   error-free uplink: every method x seed;
   rayleigh: every sweep method x SNR x seed (each sign bit sent by BPSK over its own Rayleigh fade);
   bsc: every sweep method x flip probability x seed (binary symmetric channel).

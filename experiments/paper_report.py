@@ -31,6 +31,7 @@ from absl import flags
 
 from experiments import convergence_curves
 from experiments import device_histograms
+from experiments import paper_plots
 from experiments import paper_tables
 from tff_robust.command_line import finite_flags
 
@@ -69,7 +70,7 @@ def main(argv):
       f.write(rfa_text)
     written.append('rfa_tables.md')
     if paper_tables.rfa_accuracy_records(records):
-      paper_tables.plot_rfa(records, published, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_corruption.png'))
+      paper_plots.plot_rfa(records, published, os.path.join(_OUTPUT_DIR.value, 'rfa_accuracy_vs_corruption.png'))
       written.append('rfa_accuracy_vs_corruption.png')
     else:
       print('no RFA-kind run reports a final eval/accuracy: rfa_accuracy_vs_corruption.png not drawn')
@@ -79,7 +80,7 @@ def main(argv):
   if dfl_text is not None:
     with open(os.path.join(_OUTPUT_DIR.value, 'dfl_tables.md'), 'w') as f:
       f.write(dfl_text)
-    paper_tables.plot_dfl(records, os.path.join(_OUTPUT_DIR.value, 'dfl_test_device_error.png'))
+    paper_plots.plot_dfl(records, os.path.join(_OUTPUT_DIR.value, 'dfl_test_device_error.png'))
     written += ['dfl_tables.md', 'dfl_test_device_error.png']
   if any(dfl_curves.values()):
     convergence_curves.plot_against_rounds(dfl_curves, convergence_curves.DFL_METRICS,

@@ -10,10 +10,10 @@ Used by `experiments/paper_report.py`. Inputs are normalised into `Record`s:
 Two layouts:
   * RFA (Fig. 2/3/5/6): final test accuracy (%), one table per task x corruption, one row per algorithm and one
     column per corruption level rho, mean ± std over seeds; under it the paper's numbers (Fig. 2/5/6 text) for
-    the paper's dataset the task stands for; `plot_rfa` draws accuracy against rho (mean, min-max band).
+    the paper's dataset the task stands for; `paper_plots.plot_rfa` draws accuracy against rho (mean, min-max band).
   * Delta-FL (Tables 2-3): 90th percentile (Table 2) and mean (Table 3) of the test-device misclassification
     error (%), one row per task, columns FedAvg and Delta-FL theta = 0.8, 0.5, 0.1, mean ± std over seeds,
-    beside the paper's five rows; `plot_dfl` draws both as grouped bars.
+    beside the paper's five rows; `paper_plots.plot_dfl` draws both as grouped bars.
 std is the population standard deviation over seeds (ddof = 0), as the sweep binaries report it.
 
 Only runs that differ in seed alone share a mean. Each record carries the run's other settings (its
@@ -331,7 +331,7 @@ def dfl_rows(records: Sequence[Record]) -> list[tuple[str, str, list[Record]]]:
           for label, runs in setting_groups.groups([r for r in records if r.task == task], 'common')]
 
 
-def _dfl_cell(runs: Sequence[Record], algorithm: str, theta: float, where: str) -> list[Record]:
+def dfl_cell(runs: Sequence[Record], algorithm: str, theta: float, where: str) -> list[Record]:
   """The runs of one Delta-FL column; ValueError if they differ in the algorithm's own settings (the table has one
   cell for them) or two share a seed."""
   cell = [r for r in runs if r.algorithm == algorithm and math.isclose(r.conformity_level, theta)]
@@ -353,7 +353,7 @@ def dfl_tables(records: Sequence[Record], published: dict) -> str:
     for task, label, runs in dfl_rows(records):
       dataset = DFL_DATASETS.get(task)
       names = [(p['dataset_name'], p['model']) for p in paper if p['dataset'] == dataset][:1] or [(task, '—')]
-      cells = [format_mean_std([getattr(r, metric) for r in _dfl_cell(runs, algorithm, theta, task)
+      cells = [format_mean_std([getattr(r, metric) for r in dfl_cell(runs, algorithm, theta, task)
                                 if getattr(r, metric) is not None]) for _, algorithm, theta in DFL_COLUMNS]
       rows.append([*names[0], f'ours ({", ".join(p for p in (task, label) if p)}, {_seeds_note(runs)})'] + cells)
     for dataset in dict.fromkeys(p['dataset'] for p in paper):
@@ -367,62 +367,3 @@ def dfl_tables(records: Sequence[Record], published: dict) -> str:
   lines += ['Ours: the final model; unweighted over test devices (inverted-CDF percentile); std is the population '
             'std over seeds. Paper: final model after the round budget, 5 seeds.', '']
   return '\n'.join(lines)
-
-
-def plot_rfa(records: Sequence[Record], published: dict, path: str) -> None:
-  """Accuracy (%) against rho, one panel per `rfa_panels` panel, one line per row (mean, min-max band; a marker at
-  every point), the paper's numbers for the task's dataset as open markers."""
-  panels = rfa_panels(records)
-  if not panels:
-    raise ValueError('records: no RFA-kind run with a final test accuracy (eval/accuracy) to plot')
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use('Agg')
-  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
-  fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
-  for ax, panel in zip(axes[0], panels):
-    drawn = set()
-    for index, (name, algorithm, runs) in enumerate(panel.rows):
-      fractions = sorted({r.fraction for r in runs})
-      values = [[100 * r.accuracy for r in runs if r.fraction == f] for f in fractions]
-      color = f'C{index % 10}'
-      ax.plot(fractions, [np.mean(v) for v in values], marker='o', color=color, label=name)
-      ax.fill_between(fractions, [min(v) for v in values], [max(v) for v in values], color=color, alpha=0.2)
-      dataset = RFA_DATASETS.get(panel.task)
-      paper = [p for p in published['rfa']['numbers'] if p['dataset'] == dataset and p['algorithm'] == algorithm
-               and p['corruption'] in (panel.corruption, 'none') and 'qualifier' not in p]
-      if paper and algorithm not in drawn:
-        drawn.add(algorithm)
-        ax.scatter([p['fraction'] for p in paper], [p['value'] for p in paper], facecolors='none', edgecolors=color,
-                   marker='s', s=60, label=f'{algorithm}, paper ({dataset})')
-    ax.set_title(panel.title, fontsize=9)
-    ax.set(xlabel='corruption level ρ', ylabel='test accuracy (%)')
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-  fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
-
-
-def plot_dfl(records: Sequence[Record], path: str) -> None:
-  """Grouped bars: 90th percentile and mean test-device error (%) per method, mean ± std over seeds, per
-  `dfl_rows` row."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use('Agg')
-  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
-  rows = dfl_rows(records)
-  fig, axes = plt.subplots(1, len(rows), figsize=(6 * len(rows), 4), squeeze=False)
-  for ax, (task, settings, runs) in zip(axes[0], rows):
-    positions = np.arange(len(DFL_COLUMNS))
-    for offset, (metric, _) in zip((-0.2, 0.2), DFL_METRICS):
-      stats = [mean_std([100 * getattr(r, metric) for r in _dfl_cell(runs, algorithm, theta, task)
-                         if getattr(r, metric) is not None] or [np.nan])
-               for _, algorithm, theta in DFL_COLUMNS]
-      ax.bar(positions + offset, [m for m, _ in stats], 0.4, yerr=[s for _, s in stats], capsize=3,
-             label='90th percentile (Table 2)' if metric == 'error_p90' else 'mean (Table 3)')
-    ax.set_xticks(positions, [label for label, _, _ in DFL_COLUMNS])
-    ax.set_title(f'{task}: test-device error' + (f'\n{settings}' if settings else ''), fontsize=9)
-    ax.set(ylabel='misclassification error (%)')
-    ax.legend(fontsize=8)
-  fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)

@@ -11,7 +11,11 @@ from absl import flags
 from absl import logging
 import tensorflow as tf
 
+from experiments import algorithm_flags
+from experiments import corruption_flags
 from experiments import exit_statuses
+from experiments import runtime_flags
+from experiments import task_flags
 from experiments import train_flags
 from tff_robust.aggregators import defences
 from tff_robust.runtime import composing_context
@@ -45,34 +49,34 @@ def _algorithm_config() -> algorithms.AlgorithmConfig:
 
 def _cohort_transform():
   """The per-round change to the cohort's data the flags ask for (the validators allow at most one)."""
-  if train_flags.MINIBATCH_FRACTION.value is not None:
-    return client_pipelines.minibatch(train_flags.MINIBATCH_FRACTION.value,
-                                      batch_size=train_flags.CLIENT_BATCH_SIZE.value)
-  if train_flags.STRAGGLER_FRACTION.value > 0:
+  if task_flags.MINIBATCH_FRACTION.value is not None:
+    return client_pipelines.minibatch(task_flags.MINIBATCH_FRACTION.value,
+                                      batch_size=task_flags.CLIENT_BATCH_SIZE.value)
+  if task_flags.STRAGGLER_FRACTION.value > 0:
     return client_pipelines.stragglers(
-        train_flags.STRAGGLER_FRACTION.value, epochs=train_flags.CLIENT_EPOCHS.value,
-        batch_size=train_flags.CLIENT_BATCH_SIZE.value,
+        task_flags.STRAGGLER_FRACTION.value, epochs=task_flags.CLIENT_EPOCHS.value,
+        batch_size=task_flags.CLIENT_BATCH_SIZE.value,
     )
-  if train_flags.MAX_CLIENT_EXAMPLES.value is not None:
+  if task_flags.MAX_CLIENT_EXAMPLES.value is not None:
     return client_pipelines.max_examples(
-        train_flags.MAX_CLIENT_EXAMPLES.value, epochs=train_flags.CLIENT_EPOCHS.value,
-        batch_size=train_flags.CLIENT_BATCH_SIZE.value,
+        task_flags.MAX_CLIENT_EXAMPLES.value, epochs=task_flags.CLIENT_EPOCHS.value,
+        batch_size=task_flags.CLIENT_BATCH_SIZE.value,
     )
   return None
 
 
 def create_task() -> base.Task:
   """The task the flags name; raises Refusal if its data cannot be loaded."""
-  task_options = {flag.name: flag.value for flag in train_flags.TASK_OPTION_FLAGS if flag.value is not None}
+  task_options = {flag.name: flag.value for flag in task_flags.TASK_OPTION_FLAGS if flag.value is not None}
   try:
     return tasks.create_task(
-        train_flags.TASK.value, client_epochs=train_flags.CLIENT_EPOCHS.value,
-        client_batch_size=train_flags.CLIENT_BATCH_SIZE.value, seed=train_flags.SEED.value,
-        use_synthetic_data=train_flags.USE_SYNTHETIC_DATA.value, cache_dir=train_flags.DATA_CACHE_DIR.value,
+        task_flags.TASK.value, client_epochs=task_flags.CLIENT_EPOCHS.value,
+        client_batch_size=task_flags.CLIENT_BATCH_SIZE.value, seed=train_flags.SEED.value,
+        use_synthetic_data=task_flags.USE_SYNTHETIC_DATA.value, cache_dir=task_flags.DATA_CACHE_DIR.value,
         **task_options,
     )
   except base.DataUnavailableError as error:
-    raise train_flags.Refusal(f'--task={train_flags.TASK.value}: {error}') from None
+    raise train_flags.Refusal(f'--task={task_flags.TASK.value}: {error}') from None
 
 
 def check_settings(task: base.Task) -> int:
@@ -81,7 +85,7 @@ def check_settings(task: base.Task) -> int:
   These checks need TensorFlow (the task's clients, the algorithm's aggregator, the GPUs TensorFlow sees for a
   worker binary that can use them); none runs a TFF computation.
   """
-  algorithm = train_flags.ALGORITHM.value
+  algorithm = algorithm_flags.ALGORITHM.value
   every_device = algorithm in algorithms.INDEXED_ALGORITHM_NAMES
   clients_per_round = train_flags.CLIENTS_PER_ROUND.value
   if clients_per_round is None:
@@ -95,46 +99,46 @@ def check_settings(task: base.Task) -> int:
   try:
     algorithms.check_settings(
         algorithm, _algorithm_config(), clients_per_round=clients_per_round,
-        update_attack=train_flags.update_attack_spec(),
+        update_attack=corruption_flags.update_attack_spec(),
     )
   except ValueError as error:
-    defence = train_flags.DEFENCE.value
+    defence = algorithm_flags.DEFENCE.value
     setting = f'--algorithm={algorithm}' if defence is None else f'--defence={defence}'
     raise train_flags.Refusal(f'{setting}: {error}') from None
   try:
-    gpu_placement.check_gpu_setting(train_flags.GPUS.value, train_flags.local_worker_binary())
+    gpu_placement.check_gpu_setting(runtime_flags.GPUS.value, train_flags.local_worker_binary())
   except ValueError as error:
     raise train_flags.Refusal(str(error)) from None
   return clients_per_round
 
 
 def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
-  algorithm = train_flags.ALGORITHM.value
-  fedprox_mu, personal_rate = train_flags.FEDPROX_MU.value, train_flags.PERSONAL_LEARNING_RATE.value
-  minibatch, stragglers = train_flags.MINIBATCH_FRACTION.value, train_flags.STRAGGLER_FRACTION.value
+  algorithm = algorithm_flags.ALGORITHM.value
+  fedprox_mu, personal_rate = algorithm_flags.FEDPROX_MU.value, algorithm_flags.PERSONAL_LEARNING_RATE.value
+  minibatch, stragglers = task_flags.MINIBATCH_FRACTION.value, task_flags.STRAGGLER_FRACTION.value
   return dict(
-      algorithm=algorithm, task=train_flags.TASK.value, seed=train_flags.SEED.value,
-      **({'defence': str(defences.parse(train_flags.DEFENCE.value))} if train_flags.DEFENCE.value else {}),
+      algorithm=algorithm, task=task_flags.TASK.value, seed=train_flags.SEED.value,
+      **({'defence': str(defences.parse(algorithm_flags.DEFENCE.value))} if algorithm_flags.DEFENCE.value else {}),
       total_rounds=train_flags.TOTAL_ROUNDS.value, clients_per_round=clients_per_round,
-      corruption=train_flags.CORRUPTION.value,
-      corruption_fraction=train_flags.CORRUPTION_FRACTION.value,
+      corruption=corruption_flags.CORRUPTION.value,
+      corruption_fraction=corruption_flags.CORRUPTION_FRACTION.value,
       corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
-      **({'attack': train_flags.update_attack_spec()} if train_flags.update_attack_spec() is not None else {}),
-      **({'alie_z': train_flags.ALIE_Z.value} if train_flags.ALIE_Z.value is not None else {}),
-      **({'ipm_epsilon': train_flags.IPM_EPSILON.value} if train_flags.CORRUPTION.value == 'ipm' else {}),
-      **{flag.name: flag.value for flag in train_flags.TASK_OPTION_FLAGS if flag.value is not None},
-      **({'conformity_level': train_flags.CONFORMITY_LEVEL.value, 'quantile_method': train_flags.QUANTILE_METHOD.value,
-          'threshold_period': train_flags.THRESHOLD_PERIOD.value} if algorithm == 'delta_fl' else {}),
-      **({'fedplus_sigma': train_flags.FEDPLUS_SIGMA.value, 'fedplus_delta': train_flags.FEDPLUS_DELTA.value,
-          'local_init_mixing': train_flags.LOCAL_INIT_MIXING.value} if algorithm.startswith('fedplus_') else {}),
+      **({'attack': corruption_flags.update_attack_spec()} if corruption_flags.update_attack_spec() is not None else {}),
+      **({'alie_z': corruption_flags.ALIE_Z.value} if corruption_flags.ALIE_Z.value is not None else {}),
+      **({'ipm_epsilon': corruption_flags.IPM_EPSILON.value} if corruption_flags.CORRUPTION.value == 'ipm' else {}),
+      **{flag.name: flag.value for flag in task_flags.TASK_OPTION_FLAGS if flag.value is not None},
+      **({'conformity_level': algorithm_flags.CONFORMITY_LEVEL.value, 'quantile_method': algorithm_flags.QUANTILE_METHOD.value,
+          'threshold_period': algorithm_flags.THRESHOLD_PERIOD.value} if algorithm == 'delta_fl' else {}),
+      **({'fedplus_sigma': algorithm_flags.FEDPLUS_SIGMA.value, 'fedplus_delta': algorithm_flags.FEDPLUS_DELTA.value,
+          'local_init_mixing': algorithm_flags.LOCAL_INIT_MIXING.value} if algorithm.startswith('fedplus_') else {}),
       **({'fedprox_mu': fedprox_mu} if algorithm == 'fedprox' else {}),
       **({'personal_learning_rate': personal_rate} if personal_rate is not None else {}),
       **({'minibatch_fraction': minibatch} if minibatch is not None else {}),
       **({'straggler_fraction': stragglers} if stragglers > 0 else {}),
-      **({'max_client_examples': train_flags.MAX_CLIENT_EXAMPLES.value}
-         if train_flags.MAX_CLIENT_EXAMPLES.value is not None else {}),
-      **({'channel': train_flags.CHANNEL.value, 'snr_db': train_flags.SNR_DB.value,
-          'flip_probability': train_flags.FLIP_PROBABILITY.value}
+      **({'max_client_examples': task_flags.MAX_CLIENT_EXAMPLES.value}
+         if task_flags.MAX_CLIENT_EXAMPLES.value is not None else {}),
+      **({'channel': algorithm_flags.CHANNEL.value, 'snr_db': algorithm_flags.SNR_DB.value,
+          'flip_probability': algorithm_flags.FLIP_PROBABILITY.value}
          if algorithm in algorithms.INDEXED_ALGORITHM_NAMES else {}),
   )
 
@@ -142,37 +146,37 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
 def _train(task, clients_per_round: int) -> dict:
   """Builds the process on a TFF worker, records the run's settings (after --overwrite cleared its directory) and
   runs `training_loop.run_training`; returns its summary."""
-  if train_flags.TFF_WORKER_ADDRESS.value:
+  if runtime_flags.TFF_WORKER_ADDRESS.value:
     try:
       execution_context.set_remote_execution_context(
-          train_flags.TFF_WORKER_ADDRESS.value, credentials_dir=train_flags.TFF_WORKER_CREDENTIALS.value)
+          runtime_flags.TFF_WORKER_ADDRESS.value, credentials_dir=runtime_flags.TFF_WORKER_CREDENTIALS.value)
     except worker_channels.WorkerCertificateError as error:
       raise train_flags.Refusal(
-          f'--tff_worker_credentials={train_flags.TFF_WORKER_CREDENTIALS.value}: {error}') from None
+          f'--tff_worker_credentials={runtime_flags.TFF_WORKER_CREDENTIALS.value}: {error}') from None
   else:
     binary = train_flags.local_worker_binary()
     execution_context.set_local_execution_context(
-        max_concurrent_computation_calls=train_flags.MAX_CONCURRENT_COMPUTATION_CALLS.value,
-        visible_gpus=gpu_placement.visible_gpus_setting(train_flags.GPUS.value, binary), worker_binary=binary,
+        max_concurrent_computation_calls=runtime_flags.MAX_CONCURRENT_COMPUTATION_CALLS.value,
+        visible_gpus=gpu_placement.visible_gpus_setting(runtime_flags.GPUS.value, binary), worker_binary=binary,
     )
-  algorithm, seed = train_flags.ALGORITHM.value, train_flags.SEED.value
+  algorithm, seed = algorithm_flags.ALGORITHM.value, train_flags.SEED.value
   process = algorithms.build_learning_process(
       algorithm, task.model_fn, _algorithm_config(), clients_per_round=clients_per_round,
-      update_attack=train_flags.update_attack_spec(), seed=seed,
+      update_attack=corruption_flags.update_attack_spec(), seed=seed,
   )
   output_dir = train_flags.output_dir()
   if train_flags.OVERWRITE.value and os.path.exists(output_dir):
     shutil.rmtree(output_dir)
   run_settings.record(output_dir, train_flags.defining_settings())  # once nothing can refuse the command
   corrupted = (
-      frozenset() if train_flags.CORRUPTION.value == 'none'
-      else corruption.select_corrupted_clients(task, train_flags.CORRUPTION_FRACTION.value, seed)
+      frozenset() if corruption_flags.CORRUPTION.value == 'none'
+      else corruption.select_corrupted_clients(task, corruption_flags.CORRUPTION_FRACTION.value, seed)
   )
-  client_lr_decay = train_flags.CLIENT_LR_DECAY.value
+  client_lr_decay = algorithm_flags.CLIENT_LR_DECAY.value
   return training_loop.run_training(
       process,
       task,
-      corruption.make_client_data_fn(task, train_flags.CORRUPTION.value, corrupted, in_memory=True),
+      corruption.make_client_data_fn(task, corruption_flags.CORRUPTION.value, corrupted, in_memory=True),
       total_rounds=train_flags.TOTAL_ROUNDS.value,
       clients_per_round=clients_per_round,
       rounds_per_eval=train_flags.ROUNDS_PER_EVAL.value,
@@ -183,7 +187,7 @@ def _train(task, clients_per_round: int) -> dict:
       cohort_transform=_cohort_transform(),
       corrupted_client_ids=corrupted,
       client_learning_rate_schedule=None if client_lr_decay == 1.0 else schedules.step_decay(
-          flags.FLAGS.client_learning_rate, client_lr_decay, train_flags.CLIENT_LR_DECAY_ROUNDS.value
+          flags.FLAGS.client_learning_rate, client_lr_decay, algorithm_flags.CLIENT_LR_DECAY_ROUNDS.value
       ),
       summary_extras=_summary_extras(task, corrupted, clients_per_round),
       stop_after_rounds_without_update=train_flags.STOP_AFTER_ROUNDS_WITHOUT_UPDATE.value,
@@ -218,7 +222,7 @@ def run() -> int:
     execution_context.stop_local_execution_context()
   headline = {key: value for key, value in summary.items() if key in _HEADLINE_METRICS}
   output_dir = train_flags.output_dir()
-  print(f'{train_flags.DEFENCE.value or train_flags.ALGORITHM.value} on {train_flags.TASK.value}: {headline}')
+  print(f'{algorithm_flags.DEFENCE.value or algorithm_flags.ALGORITHM.value} on {task_flags.TASK.value}: {headline}')
   print(f'metrics: {output_dir}/metrics.csv  summary: {output_dir}/summary.json')
   stopped = 'nonfinite_model_round' in summary or 'no_counted_update_stop_round' in summary
   return exit_statuses.NONFINITE_MODEL if stopped else 0

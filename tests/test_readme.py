@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 _REPO = pathlib.Path(__file__).resolve().parent.parent
-_DOCUMENTS = [_REPO / 'README.md', *sorted((_REPO / 'docs').glob('*.md'))]
+_DOCUMENTS = [_REPO / 'README.md', *sorted((_REPO / 'docs').rglob('*.md'))]
 _DOTTED_NAME = re.compile(r'\btff_robust(?:\.[A-Za-z_][A-Za-z0-9_]*)+')
 _MARKDOWN_LINK = re.compile(r'\]\(([^)\s]+)\)')
 _RELATIVE_PATH = re.compile(r'`((?:\.\./|\./)[^`\s]+)`')
@@ -46,6 +46,28 @@ def _resolve_names(names) -> dict:
   return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _paragraphs(text: str) -> list[list[str]]:
+  """Runs of consecutive prose lines outside code blocks (a table, list item, heading or HTML comment ends one)."""
+  paragraphs, current, inside = [], [], False
+  for line in text.splitlines():
+    if line.startswith('```'):
+      inside = not inside
+    prose = not inside and line.strip() and not line.startswith(('```', '|', '- ', '#', '<!--'))
+    if prose:
+      current.append(line)
+    elif current:
+      paragraphs.append(current)
+      current = []
+  return paragraphs + ([current] if current else [])
+
+
+def test_the_readme_is_short_and_its_paragraphs_too():
+  """Issue 44: the README is the front door, at most 200 lines, no paragraph longer than 6 lines."""
+  text = (_REPO / 'README.md').read_text()
+  assert len(text.splitlines()) <= 200
+  assert [p[0] for p in _paragraphs(text) if len(p) > 6] == []
+
+
 def test_documents_name_the_modules_users_reach_for():
   names = _documented_names()
   assert 'tff_robust.aggregators.privacy.non_secure_intrinsics' in names
@@ -70,43 +92,59 @@ def test_an_unknown_submodule_is_an_attribute_error_naming_it():
   assert error.startswith('AttributeError') and 'no_such_module' in error
 
 
-def _relative_references(text: str) -> set[str]:
-  """Markdown link targets that are not URLs or anchors, and code spans that are paths (`./x`, `../x`, or a
-  path under one of the repository's folders, without wildcards or placeholders)."""
+def _relative_references(text: str) -> tuple[set[str], set[str]]:
+  """(Markdown link targets that are not URLs or anchors, which resolve from their document's folder; code spans
+  that are paths, `./x` or `../x` from the document's folder, or a path under one of the repository's folders from
+  the repository, without wildcards or placeholders)."""
   links = {m.group(1) for m in _MARKDOWN_LINK.finditer(text) if '://' not in m.group(1)}
   links = {link.split('#', 1)[0] for link in links if not link.startswith(('#', 'mailto:'))}
-  paths = {m.group(1) for m in _RELATIVE_PATH.finditer(text)}
-  paths |= {m.group(1).rstrip('/') for m in _REPOSITORY_PATH.finditer(text)}
-  return {link for link in links | paths if link}
+  links |= {m.group(1) for m in _RELATIVE_PATH.finditer(text)}
+  paths = {m.group(1).rstrip('/') for m in _REPOSITORY_PATH.finditer(text)}
+  return {link for link in links if link}, paths
 
 
 def test_every_relative_reference_resolves_inside_the_repository():
   unresolved = []
   for doc in _DOCUMENTS:
-    for reference in sorted(_relative_references(doc.read_text())):
-      base = doc.parent if reference.startswith('.') or doc.parent == _REPO else _REPO
+    links, paths = _relative_references(doc.read_text())
+    for reference, base in sorted([(link, doc.parent) for link in links] + [(path, _REPO) for path in paths]):
       target = (base / reference).resolve()
       if not target.is_relative_to(_REPO) or not target.exists():
         unresolved.append(f'{doc.relative_to(_REPO)}: {reference}')
   assert unresolved == []
 
 
-def test_the_api_reference_lists_every_public_builder_and_factory():
-  api = (_REPO / 'docs' / 'api.md').read_text()
-  public = _resolve_public_names()
-  missing = [name for name in public if f'`{name}' not in api]
-  assert missing == []
+def _api_pages():
+  """scripts/gen_api_pages.py, which generates the API reference at `mkdocs build`, imported by path."""
+  import importlib.util  # pylint: disable=import-outside-toplevel
+  spec = importlib.util.spec_from_file_location('gen_api_pages', _REPO / 'scripts' / 'gen_api_pages.py')
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
 
 
-def _resolve_public_names() -> list[str]:
-  """`tff_robust.processes.build_*` and `tff_robust.aggregators.*Factory` / `*_factory` exported by the
-  packages (their `__init__` imports, or the `'name': 'submodule'` entries of a lazy `__init__`'s table), as
-  dotted names."""
-  names = []
-  for package, pattern in (('processes', r'build_\w+'), ('aggregators', r'\w+(?:Factory|_factory)')):
-    init = (_REPO / 'tff_robust' / package / '__init__.py').read_text()
-    exported = re.findall(r'^from tff_robust\.[\w.]+ import (\w+)$', init, re.MULTILINE)
-    for name in exported + re.findall(r"'(\w+)': '\w+'", init):
-      if re.fullmatch(pattern, name):
-        names.append(f'tff_robust.{package}.{name}')
-  return names
+def test_every_public_name_has_a_docstring():
+  """What fails `mkdocs build`, checked here too, so that `pytest tests` names the culprits."""
+  assert _api_pages().undocumented_public_names() == []
+
+
+def test_the_api_reference_has_a_page_for_every_public_module():
+  modules = [module for module, _ in _api_pages().module_pages()]
+  for name in ('tff_robust', 'tff_robust.processes.rfa', 'tff_robust.aggregators.defences.registry',
+               'tff_robust.tasks.digits', 'tff_robust.runtime.execution_context'):
+    assert name in modules
+  assert not [m for m in modules if any(part.startswith('_') for part in m.split('.'))]
+  sources = [p.relative_to(_REPO).with_suffix('').parts for p in (_REPO / 'tff_robust').rglob('*.py')]
+  sources = [parts[:-1] if parts[-1] == '__init__' else parts for parts in sources]
+  assert set(modules) == {'.'.join(parts) for parts in sources if not any(p.startswith('_') for p in parts)}
+
+
+def test_the_docstring_check_names_an_undocumented_public_function(tmp_path):
+  package = tmp_path / 'tff_robust'
+  package.mkdir()
+  (package / '__init__.py').write_text('"""A package."""\n')
+  (package / 'module.py').write_text(
+      '"""A module."""\n\ndef documented():\n  """Yes."""\n\n\ndef bare():\n  pass\n\n\n'
+      'def _private():\n  pass\n\n\nclass Thing:\n  """A class."""\n\n  def method(self):\n    pass\n')
+  assert _api_pages().undocumented_public_names(tmp_path) == ['tff_robust.module.Thing.method',
+                                                              'tff_robust.module.bare']

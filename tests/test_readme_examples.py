@@ -1,4 +1,4 @@
-"""Every command in the README's code blocks names a binary that exists and flags that binary accepts.
+"""Every command in the code blocks of README.md and docs/ names a binary that exists and flags that binary accepts.
 
 Each `.venv/bin/python -m <module> <flags>` line (shell `for` loops take their first value, `HOST` is
 `localhost`) is parsed by the module's own absl flags, validators included, in one fresh interpreter per
@@ -78,6 +78,8 @@ def _commands(text: str) -> list[tuple[str, list[str]]]:
       for name in sorted(bindings, key=len, reverse=True):
         line = line.replace(f'${{{name}}}', bindings[name]).replace(f'${name}', bindings[name])
       for statement in re.split(r';|&&', line):
+        if _PYTHON not in statement:  # e.g. prose in a text block, which shlex could not split
+          continue
         words = shlex.split(statement.replace('HOST:', 'localhost:'), comments=True)
         words = words[1:] if words[:1] == ['do'] else words
         if words[:2] == [_PYTHON, '-m']:
@@ -93,8 +95,12 @@ def test_the_command_reader_binds_loops_and_joins_continuations():
                              ('benchmarks.scaling', []), ('x.y', ['--n=$a'])]
 
 
+DOCUMENTS = [REPO / 'README.md', *sorted((REPO / 'docs').rglob('*.md'))]
+
+
 def readme_commands() -> list[tuple[str, list[str]]]:
-  return _commands((REPO / 'README.md').read_text())
+  """The commands of README.md and every page of docs/."""
+  return [command for document in DOCUMENTS for command in _commands(document.read_text())]
 
 
 def test_every_binary_the_readme_runs_is_known_and_its_end_to_end_test_exists():

@@ -26,8 +26,8 @@ _TENSORFLOW_LOG_LINE = re.compile(
     r'|^To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.$'
 )
 
-# 30 lines as a user writes them (README "Using it"): RFA on a tiny Keras model, three rounds on in-memory clients,
-# with TFF's own execution context.
+# 30 lines as a user writes them (docs/guides/robust_aggregation.md): RFA on a tiny Keras model, three rounds on
+# in-memory clients, with TFF's own execution context.
 _API_SCRIPT = '''
 import collections, json
 import numpy as np
@@ -131,3 +131,4 @@ def test_a_script_importing_any_module_exits_without_tffs_exit_traceback(tmp_pat
   assert status == 0, stderr[-3000:]
   assert 'Exception ignored' not in stderr and 'Traceback' not in stderr, stderr[-3000:]
   assert left == []
+

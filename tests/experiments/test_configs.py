@@ -71,7 +71,7 @@ def test_every_published_experiment_has_a_flagfile():
 
 def test_every_flagfile_holds_valid_runner_flags_and_a_comment_header(flag_values):
   from experiments import train_flags  # pylint: disable=g-import-not-at-top
-  runner_flags = {flag.name for flag in flag_values.get_flags_for_module(train_flags.__name__)}
+  runner_flags = {flag.name for flag in train_flags.runner_flags(flag_values)}
   for config in CONFIGS:
     with open(os.path.join(CONFIG_DIR, config)) as f:
       text = f.read()

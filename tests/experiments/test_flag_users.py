@@ -33,9 +33,9 @@ def runner_flags():
 def _choices(runner_flags, selector) -> list[str]:
   """An enum selector's choices; --corruption's are its data corruptions and the attack names (a spec flag)."""
   if selector == 'corruption':
-    from experiments import train_flags  # pylint: disable=g-import-not-at-top
+    from experiments import corruption_flags  # pylint: disable=g-import-not-at-top
     from tff_robust.core.attacks import catalog  # pylint: disable=g-import-not-at-top
-    return [*train_flags.DATA_CORRUPTIONS, *catalog.ATTACK_NAMES]
+    return [*corruption_flags.DATA_CORRUPTIONS, *catalog.ATTACK_NAMES]
   return list(runner_flags[selector].parser.enum_values)
 
 
@@ -64,7 +64,7 @@ def _alternatives(users) -> tuple:
 
 def test_the_table_names_runner_flags_and_choices_of_their_selectors(runner_flags):
   from experiments import train_flags  # pylint: disable=g-import-not-at-top
-  defined = {flag.name for flag in runner_flags.get_flags_for_module(train_flags.__name__)}
+  defined = {flag.name for flag in train_flags.runner_flags(runner_flags)}
   assert set(flag_users.FLAG_USERS) <= defined and set(_SAMPLES) == set(flag_users.FLAG_USERS)
   for flag, users in flag_users.FLAG_USERS.items():
     assert _SAMPLES[flag] != str(runner_flags[flag].default), flag

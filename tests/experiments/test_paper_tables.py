@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from experiments import paper_plots
 from experiments import paper_tables
 
 
@@ -105,7 +106,7 @@ def test_a_robustness_sweep_csv_shares_its_rho_0_runs_between_corruptions_and_fi
   assert _row(omniscient, ('rfa', 'ours (digits)'))[2:] == ['90.00 ± 0.00', '70.00 ± 0.00']
   assert _row(omniscient, ('rfa', 'paper (emnist_linear)'))[2:] == ['62.9', '>40']
   assert 'for orientation only' in data  # digits stands in for EMNIST linear
-  paper_tables.plot_rfa(records, published, str(tmp_path / 'rfa.png'))
+  paper_plots.plot_rfa(records, published, str(tmp_path / 'rfa.png'))
   assert (tmp_path / 'rfa.png').stat().st_size > 0
 
 
@@ -113,7 +114,7 @@ def test_the_rfa_figure_without_any_final_accuracy_is_refused_naming_records(tmp
   records = [paper_tables.Record(kind='rfa', task='digits', algorithm='rfa', seed=0),
              paper_tables.Record(kind='dfl', task='digits', algorithm='fedavg', seed=0, error_p90=0.2, error_mean=0.1)]
   with pytest.raises(ValueError, match='records: no RFA-kind run with a final test accuracy'):
-    paper_tables.plot_rfa(records, paper_tables.load_published(), str(tmp_path / 'rfa.png'))
+    paper_plots.plot_rfa(records, paper_tables.load_published(), str(tmp_path / 'rfa.png'))
   assert not (tmp_path / 'rfa.png').exists()
 
 
@@ -171,7 +172,7 @@ def test_runs_that_differ_in_a_common_setting_get_tables_and_figure_panels_of_th
   assert [panel.title for panel in paper_tables.rfa_panels(records)] == [
       'digits: no corruption, client_learning_rate=0.1, clients_per_round=10',
       'digits: no corruption, client_learning_rate=0.5, clients_per_round=50']
-  paper_tables.plot_rfa(records, paper_tables.load_published(), str(tmp_path / 'rfa.png'))
+  paper_plots.plot_rfa(records, paper_tables.load_published(), str(tmp_path / 'rfa.png'))
 
 
 def test_an_algorithms_own_setting_makes_a_row_and_settings_a_run_does_not_use_are_not_compared(tmp_path):

@@ -328,9 +328,8 @@ def test_bad_flags_are_rejected_with_the_flag_named(flag_values, flag, message):
 
 
 def _runner_float_flags() -> list[str]:
-  """The runner's float flags as `finite_flags` finds them (`train_flags` defines its flags at import)."""
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  runner = {flag.name for flag in flags.FLAGS.get_flags_for_module(train_flags.__name__)}
+  """The runner's float flags as `finite_flags` finds them (importing `train_flags` defines them all)."""
+  runner = {flag.name for flag in train_flags.runner_flags()}
   return [flag.name for flag in finite_flags.float_flags() if flag.name in runner]
 
 
@@ -351,12 +350,12 @@ def test_every_runner_flag_has_a_bad_value_test(flag_values):
       for argument, _ in test_bad_flags_are_rejected_with_the_flag_named.pytestmark[0].args[1]
       for argument in argument.split()
   }
-  defined = {flag.name for flag in flag_values.get_flags_for_module(train_flags.__name__)}
+  defined = {flag.name for flag in train_flags.runner_flags(flag_values)}
   assert {'algorithm', 'gpus', 'tff_worker_address'} <= defined
   assert defined - tested - _FLAGS_WITHOUT_BAD_VALUES == set()
   # Every float flag (by absl's own flag type) also has its NaN and +-inf tests.
   floats = {
-      flag.name for flag in flag_values.get_flags_for_module(train_flags.__name__) if flag.flag_type() == 'float'
+      flag.name for flag in train_flags.runner_flags(flag_values) if flag.flag_type() == 'float'
   }
   assert {'client_learning_rate', 'snr_db'} <= floats
   assert set(_runner_float_flags()) == floats

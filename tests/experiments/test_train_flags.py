@@ -1,6 +1,6 @@
 """Refusals of `python -m experiments.train`: one line on stderr naming the flag, exit status 2, no traceback and
 no help; the flags (NaN and +-inf in float flags included) are checked before TensorFlow is imported. Also: the
-choices `train_flags` spells out are the library's."""
+choices the runner's flag modules spell out are the library's."""
 
 import os
 import subprocess
@@ -99,7 +99,8 @@ def test_missing_offline_data_is_one_sentence(tmp_path):
 
 
 def test_the_choices_spelt_out_for_the_flags_are_the_library_constants():
-  from experiments import train_flags  # pylint: disable=g-import-not-at-top
+  from experiments import algorithm_flags  # pylint: disable=g-import-not-at-top
+  from experiments import corruption_flags  # pylint: disable=g-import-not-at-top
   from tff_robust.aggregators import channels  # pylint: disable=g-import-not-at-top
   from tff_robust.aggregators import delta_median  # pylint: disable=g-import-not-at-top
   from tff_robust.processes import dde  # pylint: disable=g-import-not-at-top
@@ -108,16 +109,17 @@ def test_the_choices_spelt_out_for_the_flags_are_the_library_constants():
   from tff_robust.processes import mtfeel  # pylint: disable=g-import-not-at-top
   from tff_robust.aggregators import update_corruption  # pylint: disable=g-import-not-at-top
   from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
-  assert train_flags.QUANTILE_METHODS == delta_fl.QUANTILE_METHODS
-  assert train_flags.DEFAULT_QUANTILE_PASSES == delta_fl.DEFAULT_QUANTILE_PASSES
-  assert train_flags.DEFAULT_FEDPLUS_DELTA == fedplus.DEFAULT_DELTA
-  assert train_flags.FEDPLUS_SOLVERS == delta_median.SOLVERS
-  assert train_flags.DEFAULT_FEDPLUS_MAX_ITERATIONS == delta_median.DEFAULT_MAX_ITERATIONS
-  assert (train_flags.CHANNEL_NAMES, train_flags.OUTAGE_ACTIONS) == (channels.CHANNEL_NAMES, channels.OUTAGE_ACTIONS)
-  assert train_flags.MTFEEL_UPDATE_ORDERS == mtfeel.UPDATE_ORDERS
-  assert train_flags.DDE_OUTPUTS == dde.OUTPUTS
-  assert train_flags.DATA_CORRUPTIONS == corruption.DATA_CORRUPTIONS
-  assert train_flags.DEFAULT_IPM_EPSILON == update_corruption.DEFAULT_IPM_EPSILON
+  assert algorithm_flags.QUANTILE_METHODS == delta_fl.QUANTILE_METHODS
+  assert algorithm_flags.DEFAULT_QUANTILE_PASSES == delta_fl.DEFAULT_QUANTILE_PASSES
+  assert algorithm_flags.DEFAULT_FEDPLUS_DELTA == fedplus.DEFAULT_DELTA
+  assert algorithm_flags.FEDPLUS_SOLVERS == delta_median.SOLVERS
+  assert algorithm_flags.DEFAULT_FEDPLUS_MAX_ITERATIONS == delta_median.DEFAULT_MAX_ITERATIONS
+  assert algorithm_flags.CHANNEL_NAMES == channels.CHANNEL_NAMES
+  assert algorithm_flags.OUTAGE_ACTIONS == channels.OUTAGE_ACTIONS
+  assert algorithm_flags.MTFEEL_UPDATE_ORDERS == mtfeel.UPDATE_ORDERS
+  assert algorithm_flags.DDE_OUTPUTS == dde.OUTPUTS
+  assert corruption_flags.DATA_CORRUPTIONS == corruption.DATA_CORRUPTIONS
+  assert corruption_flags.DEFAULT_IPM_EPSILON == update_corruption.DEFAULT_IPM_EPSILON
 
 
 def test_the_flag_defaults_are_the_algorithm_config_defaults():

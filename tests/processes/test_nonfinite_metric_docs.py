@@ -1,4 +1,4 @@
-"""The README's "Using it" section names the metric that counts NaN/Inf client updates: a NaN client in RFA
+"""The robust aggregation guide's section "What RFA reports and accepts" (docs/guides/robust_aggregation.md) names the metric that counts NaN/Inf client updates: a NaN client in RFA
 and in a `build_weighted_fed_avg`-style process with our aggregator is counted exactly there."""
 
 import collections
@@ -14,17 +14,17 @@ from tff_robust import aggregators
 from tff_robust import processes
 from tests.processes import small_model
 
-_README = pathlib.Path(__file__).resolve().parents[2] / 'README.md'
+_GUIDE = pathlib.Path(__file__).resolve().parents[2] / 'docs' / 'guides' / 'robust_aggregation.md'
 
 
 def _readme_bullets(section: str) -> list[str]:
-  """The bullets ('- ' lines and their indented continuations) of the README section `section`, joined."""
-  text = _README.read_text().split(f'\n## {section}\n', 1)[1].split('\n## ', 1)[0]
+  """The bullets ('- ' lines and their indented continuations) of the guide's section `section`, joined."""
+  text = _GUIDE.read_text().split(f'\n## {section}\n', 1)[1].split('\n## ', 1)[0]
   return [' '.join(bullet.split()) for bullet in re.split(r'\n- ', text)[1:]]
 
 
 def _nan_bullet() -> str:
-  (bullet,) = [b for b in _readme_bullets('Using it') if b.startswith('Client updates with NaN/Inf')]
+  (bullet,) = [b for b in _readme_bullets('What RFA reports and accepts') if b.startswith('Client updates with NaN/Inf')]
   return bullet
 
 
@@ -61,7 +61,7 @@ _SGD = tff.learning.optimizers.build_sgdm(learning_rate=0.1)
 ], ids=['build_rfa_process', 'build_fed_avg_process_with_geometric_median'])
 def test_a_nan_client_is_counted_in_the_metric_the_readme_names(builder):
   counted_in = re.match(r'Client updates with NaN/Inf [^`]* counted in `([^`]+)`', _nan_bullet())
-  assert counted_in, 'the README names no metric that counts NaN/Inf client updates'
+  assert counted_in, 'the guide names no metric that counts NaN/Inf client updates'
   stays_zero = re.search(r'`([^`]+)` counts only non-finite values that reach\s+the aggregator', _nan_bullet())
   process = builder()
   cohort = [_client_dataset(1), _client_dataset(2, nan=True), _client_dataset(3)]
@@ -69,7 +69,7 @@ def test_a_nan_client_is_counted_in_the_metric_the_readme_names(builder):
   flat = dict(_flatten(output.metrics))
   counts = _count_of(flat, counted_in.group(1))
   assert counts and set(counts.values()) == {1}, counts
-  if stays_zero:  # the README's second statement: the aggregator never saw the client TFF's client work dropped
+  if stays_zero:  # the guide's second statement: the aggregator never saw the client TFF's client work dropped
     assert set(_count_of(flat, stays_zero.group(1)).values()) == {0}
   weights = np.concatenate([np.ravel(w) for w in process.get_model_weights(output.state).trainable])
   assert np.all(np.isfinite(weights))

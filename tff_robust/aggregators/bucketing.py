@@ -140,6 +140,8 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     return math.ceil(self._max_clients / self._bucket_size)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes."""
     wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     weight_dtype = wide_weight_type.dtype
     inner_process = self._inner_factory.create(value_type, weight_type)
@@ -204,9 +206,8 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((inner_process.initialize(), tff.federated_value(np.int32(0), tff.SERVER)))
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       nonfinite = count_process.next(count_process.initialize(), nonfinite)
       round_num = state[1]
       keys = tff.federated_map(one_hot_key, (value, tff.federated_broadcast(round_num)))

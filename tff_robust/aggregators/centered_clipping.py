@@ -94,6 +94,8 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes."""
     wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     mean_process = self._mean_factory.create(wide_type, wide_weight_type)
     count_process = self._count_factory.create(tff.TensorType(np.int32))
@@ -119,9 +121,8 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((mean_process.initialize(), tff.federated_eval(zeros, tff.SERVER)))
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       count = count_process.next(count_process.initialize(), nonfinite)
       mean_state, center = state[0], state[1]
       for _ in range(self._num_iterations):

@@ -101,6 +101,8 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
     self._sum_factory = sum_factory
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes."""
     # Computed in float32 or wider (`widening`): a_k x_k and the sums overflow float16 long before float32.
     wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     weight_dtype = wide_weight_type.dtype
@@ -181,9 +183,8 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_zip((mean_sum.initialize(), step_sum.initialize()))
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       mean_output = mean_sum.next(state[0], tff.federated_map(weighted_value, (value, weight)))
       center = tff.federated_map(weighted_mean, mean_output.result)
       step_state = state[1]

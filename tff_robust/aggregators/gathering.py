@@ -66,6 +66,8 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
       )
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes. It gathers every client's row (not secure)."""
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
     rows = FlatRows(value_type, weight_type)
@@ -87,11 +89,7 @@ class GatheringRobustFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return tff.federated_value((), tff.SERVER)
 
-    @tff.federated_computation(
-        init_fn.type_signature.result,
-        tff.FederatedType(value_type, tff.CLIENTS),
-        tff.FederatedType(weight_type, tff.CLIENTS),
-    )
+    @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
       output = tff.federated_map(apply_rule, rows.gather(value, weight))
       return tff.templates.MeasuredProcessOutput(state=state, result=output[0], measurements=output[1])

@@ -107,6 +107,8 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes."""
     # Computed in float32 or wider (`widening`): the Weiszfeld weights reach alpha / nu (1e6 by default).
     wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     weight_dtype = wide_weight_type.dtype
@@ -134,9 +136,8 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return mean_process.initialize()
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       mean_state, objective_state = state, objective_process.initialize()
       count = count_process.next(count_process.initialize(), nonfinite)
 

@@ -79,6 +79,8 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes. `value_type` must be a float scalar."""
     type_checks.check_float_scalar('value_type', value_type)
     type_checks.check_weight_type(weight_type)
     dtype = widening.scalar_dtype(value_type, weight_type)
@@ -126,9 +128,8 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
     def init_fn():
       return mean_process.initialize()
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       t_range = tff.federated_value(np.asarray([-limit, limit], dtype), tff.SERVER)
       for _ in range(num_passes):
         client_indicators = tff.federated_map(indicators, (value, tff.federated_broadcast(t_range)))

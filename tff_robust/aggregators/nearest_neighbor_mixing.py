@@ -98,6 +98,8 @@ class NearestNeighborMixingFactory(tff.aggregators.WeightedAggregationFactory):
     self._num_byzantine = type_checks.check_integer('num_byzantine', num_byzantine, minimum=0)
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes. It gathers every client's update (not secure)."""
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
     inner_process = self._inner_factory.create(value_type, weight_type)

@@ -73,6 +73,8 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes."""
     wide_type, wide_weight_type = widening.checked_wide_types(value_type, weight_type)
     mean_process = self._mean_factory.create(wide_type, wide_weight_type)
     count_process = self._count_factory.create(tff.TensorType(np.int32))
@@ -90,9 +92,8 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
     def init_fn():
       return mean_process.initialize()
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       clipped, was_clipped = tff.federated_map(clip, value)
       output = mean_process.next(state, clipped, weight)
       measurements = inner_measurements.with_inner(collections.OrderedDict(

@@ -24,16 +24,14 @@ Secure aggregation: the quantile's passes are weighted means of 0/1 indicators a
 (`privacy.assert_client_values_aggregated_securely`). The server learns r_q and how many clients were dropped.
 """
 
-import collections
 from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_robust.aggregators import call_counts
-from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import histogram_quantile
+from tff_robust.aggregators import norm_gating
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
 
@@ -45,13 +43,8 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
   float32 (float64 for float64 values); `SecureHistogramQuantileFactory` returns the lower edge of a bin of
   relative width 0.27% holding the exact quantile, so the threshold is at most that much below k r_q.
 
-  Measurements:
-    - `secure_average_calls`: the quantile's calls plus the inner process's (1 if it reports none).
-    - `threshold`: k r_q, the largest norm kept.
-    - `num_dropped_clients`: clients whose weight was set to 0 (summed by `count_factory`).
-    - `inner`: the measurements of `inner_factory`'s process (absent when empty, as TFF's `MeanFactory`'s are).
-
-  State: <the quantile process's state, the inner process's state>.
+  State and measurements: `norm_gating`'s; `threshold` is k r_q, the largest norm kept, and `num_dropped_clients`
+  counts the clients whose weight was set to 0 (summed by `count_factory`).
   """
 
   def __init__(
@@ -77,21 +70,17 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
       ValueError: if `multiplier` or `level` is outside its range.
       TypeError: if a factory has the wrong type.
     """
-    if not isinstance(inner_factory, tff.aggregators.WeightedAggregationFactory):
-      raise TypeError(f'inner_factory must be a tff.aggregators.WeightedAggregationFactory, got {inner_factory!r}')
-    self._inner_factory = inner_factory
+    self._inner_factory = type_checks.weighted_factory('inner_factory', inner_factory)
     self._multiplier = type_checks.check_number('multiplier', multiplier, minimum=1.0)
     self._level = type_checks.check_number('level', level, minimum=0.0, strict=True, maximum=1.0)
     if quantile_factory is None:
       quantile_factory = histogram_quantile.SecureHistogramQuantileFactory(self._level)
-    if not isinstance(quantile_factory, tff.aggregators.WeightedAggregationFactory):
-      raise TypeError(
-          f'quantile_factory must be a tff.aggregators.WeightedAggregationFactory, got {quantile_factory!r}'
-      )
-    self._quantile_factory = quantile_factory
+    self._quantile_factory = type_checks.weighted_factory('quantile_factory', quantile_factory)
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes."""
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
     norm_type = tff.TensorType(widening.value_dtype(value_type))
@@ -117,9 +106,7 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
       kept_value = tf.nest.map_structure(lambda t: tf.where(keep, t, tf.zeros_like(t)), value)
       return kept_value, tf.where(keep, weight, tf.zeros_like(weight)), tf.cast(tf.logical_not(keep), tf.int32)
 
-    @tff.federated_computation()
-    def init_fn():
-      return tff.federated_zip((quantile_process.initialize(), inner_process.initialize()))
+    init_fn = norm_gating.initialize(quantile_process, inner_process)
 
     @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
@@ -127,19 +114,10 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
       quantile = quantile_process.next(state[0], norms, weight)
       threshold = tff.federated_map(threshold_of, quantile.result)
       kept = tff.federated_map(filtered, (value, weight, norms, tff.federated_broadcast(threshold)))
-      dropped = count_process.next(count_process.initialize(), kept[2])
       inner = inner_process.next(state[1], kept[0], kept[1])
-      measurements = inner_measurements.with_inner(collections.OrderedDict(
-          secure_average_calls=call_counts.total_calls(
-              (quantile.measurements, quantile_process), (inner.measurements, inner_process)
-          ),
-          threshold=threshold,
-          num_dropped_clients=dropped.result,
-      ), 'inner', inner.measurements)
-      return tff.templates.MeasuredProcessOutput(
-          state=tff.federated_zip((quantile.state, inner.state)),
-          result=inner.result,
-          measurements=tff.federated_zip(measurements),
+      return norm_gating.output(
+          quantile, quantile_process, inner, inner_process, threshold=threshold,
+          count_name='num_dropped_clients', count=count_process.next(count_process.initialize(), kept[2]).result,
       )
 
     return tff.templates.AggregationProcess(init_fn, next_fn)

@@ -108,6 +108,8 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes. `value_type` must be a float scalar."""
     type_checks.check_float_scalar('value_type', value_type)
     type_checks.check_weight_type(weight_type)
     # The MM weights 1 / e_k reach 1 / nu: computed in float32 or wider whatever the value's dtype.
@@ -158,9 +160,8 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
           distance=tff.federated_value(np.zeros([], dtype), tff.SERVER),
       ))
 
-    @widening.weighted_next_computation(init_fn, value_type, weight_type)
-    def next_fn(state, value, weight):
-      value, weight, nonfinite = widening.widen_and_drop_nonfinite_at_clients(value, weight)
+    @widening.sanitized_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight, nonfinite):
       mean_state, estimate, distance = state.mean, state.estimate, state.distance
       for _ in range(num_passes):
         smoothing = tff.federated_map(guard, (estimate, distance))

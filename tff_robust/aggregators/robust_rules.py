@@ -49,6 +49,8 @@ def coordinate_upper_quantile(points, weights, level, tie_tolerance):
 
 
 def trimmed_mean_count(m, trim_fraction):
+  """k = ceil(trim_fraction * m), the number of values the trimmed mean drops at each end (int32; the 1e-12 keeps an
+  exact product from rounding up)."""
   return tf.cast(tf.math.ceil(trim_fraction * tf.cast(m, tf.float64) - 1e-12), tf.int32)
 
 

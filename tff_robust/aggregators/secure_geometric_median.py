@@ -102,6 +102,9 @@ class SecureGeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     self._init = init
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes. The secure sums' bounds are derived here from
+    the value bound, the largest client weight, nu and the number of elements of `value_type`."""
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
     value_sum_bound, weight_sum_bound = secure_sum_bounds(

@@ -62,6 +62,8 @@ class WeightedSignVoteFactory(tff.aggregators.UnweightedAggregationFactory):
     self._sum_factory = sum_factory
 
   def create(self, value_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type` (TFF's `create`): the computation, state
+    and measurements the class docstring describes. `value_type` is <signs, weights, seed>."""
     _check_value_type(value_type, ('signs', 'weights', 'seed'))
     num_models = _num_models(value_type)
     signs_type = value_type.signs
@@ -128,6 +130,8 @@ class MajorityVoteFactory(tff.aggregators.UnweightedAggregationFactory):
     self._mode = mode
 
   def create(self, value_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type` (TFF's `create`): the computation, state
+    and measurements the class docstring describes. `value_type` is <signs, seed>."""
     _check_value_type(value_type, ('signs', 'seed'))
     signs_type = value_type.signs
     channel = self._channel

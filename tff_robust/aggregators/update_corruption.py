@@ -54,6 +54,9 @@ class UpdateCorruptionFactory(tff.aggregators.WeightedAggregationFactory):
     return self._spec
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes. `value_type` must be <update, bool
+    is_corrupted>."""
     if not (isinstance(value_type, tff.StructType) and len(value_type) == 2
             and value_type[1] == tff.TensorType(np.bool_)):
       raise TypeError(f'value_type must be <update, bool is_corrupted>, got {value_type}')

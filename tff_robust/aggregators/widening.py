@@ -145,6 +145,21 @@ def weighted_next_computation(init_fn, value_type, weight_type):
   )
 
 
+def sanitized_next_computation(init_fn, value_type, weight_type):
+  """The decorator of a weighted factory's `next_fn` body `(state, wide_value, weight, nonfinite)`: the factory's
+  `next_fn` (`weighted_next_computation`) first widens each client's value and drops a non-finite one
+  (`widen_and_drop_nonfinite_at_clients`), then calls the body with the three client-placed parts."""
+
+  def decorate(body):
+    @weighted_next_computation(init_fn, value_type, weight_type)
+    def next_fn(state, value, weight):
+      return body(state, *widen_and_drop_nonfinite_at_clients(value, weight))
+
+    return next_fn
+
+  return decorate
+
+
 def widen_and_drop_nonfinite_at_clients(value, weight):
   """Federated: the prologue of every weighted factory's `next_fn`, on client-placed `value` and `weight`.
 

@@ -30,9 +30,11 @@ class FloatListParser(flags.ListParser):
   """absl's comma-separated list parser, each element a float (`--snr_db_values=-10,0,10`)."""
 
   def parse(self, argument):
+    """The comma-separated `argument` as a list of Python floats (NaN and inf are refused later, by `parse_flags`)."""
     return [float(element) for element in super().parse(argument)]
 
   def flag_type(self):
+    """What `--help` shows as the flag's type."""
     return 'comma separated list of floats'
 
 

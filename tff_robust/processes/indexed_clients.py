@@ -70,20 +70,28 @@ class IndexedClientsProcess(tff.templates.IterativeProcess):
     return self._num_clients
 
   def next(self, state, datasets) -> tff.learning.templates.LearningProcessOutput:
+    """One round on the datasets of all N devices, in device order: `LearningProcessOutput(state, metrics)`."""
     state, metrics = super().next(state, with_indices(datasets, self._num_clients))
     return tff.learning.templates.LearningProcessOutput(state, metrics)
 
   def prepare(self, state, datasets):
+    """The state after the set-up phase on every device's dataset (MtFEEL's discrepancy estimation); `state` unchanged
+    for a process without one."""
     return state if self._prepare is None else self._prepare(state, datasets)
 
   def get_model_weights(self, state) -> Optional[tff.learning.models.ModelWeights]:
+    """The global model of `state`, or None for a process without one."""
     return self._get_model_weights(state)
 
   def set_model_weights(self, state, model_weights: tff.learning.models.ModelWeights):
+    """`state` with every model replaced by `model_weights`."""
     return self._set_model_weights(state, model_weights)
 
   def personal_model_weights(self, state, index: int) -> tff.learning.models.ModelWeights:
+    """The model device `index` predicts with."""
     return self._personal_model_weights(state, index)
 
   def artifacts(self, state) -> dict[str, np.ndarray]:
+    """Named arrays worth saving at the end of a run (MtFEEL: alpha and the discrepancies); {} if the process has
+    none."""
     return {} if self._artifacts is None else self._artifacts(state)

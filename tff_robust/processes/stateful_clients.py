@@ -56,6 +56,8 @@ class StatefulClientProcess(tff.templates.IterativeProcess):
     self._personal_model_weights = personal_model_weights
 
   def next(self, state, client_data, client_states) -> StatefulClientOutput:
+    """One round: `StatefulClientOutput(state, client_states, metrics)`, the cohort's new states in the order of
+    `client_data`; ValueError unless there is one state per dataset."""
     if len(client_data) != len(client_states):
       raise ValueError(
           f'client_data and client_states must have one entry per cohort client, got {len(client_data)} '
@@ -65,15 +67,19 @@ class StatefulClientProcess(tff.templates.IterativeProcess):
     return StatefulClientOutput(state, list(client_states), metrics)
 
   def get_model_weights(self, state) -> tff.learning.models.ModelWeights:
+    """The global model of the server `state`."""
     return self._get_model_weights(state)
 
   def set_model_weights(self, state, model_weights: tff.learning.models.ModelWeights):
+    """The server `state` with its global model replaced by `model_weights`."""
     return collections.OrderedDict(state, global_model_weights=model_weights)
 
   def initial_client_state(self, state):
+    """The state a client starts from, given the server `state` (before its first round)."""
     return self._initial_client_state(state)
 
   def personal_model_weights(self, global_weights, client_state) -> tff.learning.models.ModelWeights:
+    """The model a client with `client_state` predicts with, given the global weights."""
     return self._personal_model_weights(global_weights, client_state)
 
 

@@ -555,6 +555,8 @@ class ComposingContext(tff.framework.SyncContext):
     return cached[1]
 
   def invoke(self, comp, arg=None):
+    """Runs `comp` on `arg` across the workers: the cohort split into contiguous shards, per-client work and every
+    aggregation pass on all workers at once, partial accumulators merged on the first (the class docstring)."""
     lambda_block = self._call_dominant(comp)
     parameter_type = lambda_block.parameter_type
     if arg is not None:

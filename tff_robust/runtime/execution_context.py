@@ -203,6 +203,7 @@ class LocalWorker:
     return None if self._process is None else self._process.pid
 
   def is_running(self) -> bool:
+    """Whether the worker process was started and has not exited."""
     return self._process is not None and self._process.poll() is None
 
   def exit_description(self) -> str:
@@ -217,6 +218,7 @@ class LocalWorker:
     return f'exited with status {status}'
 
   def check_running(self) -> None:
+    """Raises RuntimeError naming how the worker ended and the tail of its log, unless it is running."""
     if not self.is_running():
       with open(self.log_path, 'rb') as log:
         tail = log.read()[-2000:].decode(errors='replace')

@@ -58,6 +58,7 @@ def tff_wheel_binary() -> str:
 
 
 def is_executable_file(path: str) -> bool:
+  """Whether `path` is a regular file this user may execute."""
   return os.path.isfile(path) and os.access(path, os.X_OK)
 
 

@@ -237,6 +237,8 @@ def _tls_context(args: argparse.Namespace) -> Optional[ssl.SSLContext]:
 
 
 def main(argv: list[str]) -> None:
+  """Enters a private network namespace (unless told to expose), reports the outcome on the status pipe, then execs the
+  worker binary (the module docstring)."""
   args = _parse(argv)
   try:
     tls_context = _tls_context(args)  # read before a user namespace could change how the files' owners look

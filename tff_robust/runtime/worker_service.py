@@ -1,12 +1,12 @@
 r"""Serves TFF's C++ executor service (`worker_binary`) on a port, in the foreground, for remote runs.
 
-  python -m tff_robust.runtime.worker_service --port=8000 [--listen=ADDRESS] \
-      [--tls_cert=server.pem --tls_key=server.key --tls_client_ca=client_ca.pem | --insecure_listen] \
-      [--gpus=auto|none|0,1] [--max_concurrent_computation_calls=N] [--worker_binary=PATH]
+    python -m tff_robust.runtime.worker_service --port=8000 [--listen=ADDRESS] \
+        [--tls_cert=server.pem --tls_key=server.key --tls_client_ca=client_ca.pem | --insecure_listen] \
+        [--gpus=auto|none|0,1] [--max_concurrent_computation_calls=N] [--worker_binary=PATH]
 
 then, on the machine that drives training:
 
-  python -m experiments.train --tff_worker_address=HOST:8000 [--tff_worker_credentials=DIR] ...
+    python -m experiments.train --tff_worker_address=HOST:8000 [--tff_worker_credentials=DIR] ...
 
 Why it is built this way. TFF 0.87's `worker_binary` listens on every network interface and serves unauthenticated,
 unencrypted gRPC: whoever reaches its port runs any TensorFlow graph, file reads and writes included, as this user.
@@ -23,6 +23,8 @@ worker's `worker_launcher`, which makes it die with this process), and a relay f
 - `--listen` on an address other hosts can reach without TLS needs `--insecure_listen`, and the service warns.
 - Where the kernel refuses a network namespace (some containers), the service refuses to start, naming
   `--network_isolation=off`, which serves the binary itself on every interface as TFF does (with the warning).
+
+The guide "Where clients run" (docs/guides/where_clients_run.md) shows the set-up and what each way protects against.
 
 Workers: `--worker_binary`, else $TFF_ROBUST_WORKER_BINARY, else the one shipped in the TFF wheel, which is built
 without CUDA, so that with it client computations run on this host's CPU cores (`gpu_placement`; `--gpus=auto`
@@ -199,6 +201,8 @@ def _serve_isolated(binary: str, concurrency: int, address: str, is_loopback: bo
 
 
 def main(argv: list[str]) -> None:
+  """The `worker_service` binary: parses its flags (one-line refusals, exit status 2), chooses the worker binary and
+  GPUs, then serves TFF's executor service on `--port` until stopped."""
   app.define_help_flags()  # --help, --helpfull: print the help and exit
   positional = finite_flags.parse_flags(argv)  # a bad value (NaN, inf included) ends here in one line, status 2
   if len(positional) > 1:

@@ -66,6 +66,7 @@ def _verify_manifest(directory: str) -> None:
 
 
 def rng_state_to_json(rng: np.random.Generator) -> str:
+  """The bit generator's state of `rng` as JSON, for a checkpoint to restore the same draws."""
   return json.dumps(rng.bit_generator.state)
 
 

@@ -7,7 +7,7 @@ trains and releases again. Before resuming from round k, `keep_checkpointed_roun
 intact rows of rounds 1..k (atomically), and says in one line what it dropped if a line was damaged. Damage that
 loses a checkpointed round (its row damaged, missing or repeated, a header without `round`, no file) raises
 `DamagedMetricsError`, whose message is one line: the run's directory is then refused, and --overwrite starts
-afresh.
+afresh. `rounds_without_counted_update` and `last_released_row` read back what a resumed run needs of the file.
 
 Imports no TensorFlow.
 """
@@ -100,3 +100,25 @@ def _ranges(numbers: list[int]) -> str:
       parts.append(str(number) if start == number else f'{start}-{number}')
       start = None
   return ', '.join(parts)
+
+
+def rounds_without_counted_update(csv_path: str, last_round: int) -> list[int]:
+  """The rounds up to `last_round` whose metrics.csv row has `counted_updates` 0, in order (a run resumed from
+  round `last_round`)."""
+  if not os.path.exists(csv_path):
+    return []
+  with open(csv_path, newline='') as f:
+    rows = {int(row['round']): row.get('counted_updates') for row in csv.DictReader(f)}
+  return sorted(r for r, counted in rows.items() if r <= last_round and counted not in (None, '') and
+                float(counted) == 0)
+
+
+def last_released_row(csv_path: str, round_num: int) -> dict[str, float]:
+  """The `train/*` values released for `round_num` in metrics.csv (empty if it has no such row)."""
+  if not os.path.exists(csv_path):
+    return {}
+  with open(csv_path, newline='') as f:
+    rows = [row for row in csv.DictReader(f) if int(row['round']) == round_num]
+  if not rows:
+    return {}
+  return {key: float(value) for key, value in rows[-1].items() if key.startswith('train/') and value != ''}

@@ -2,7 +2,6 @@
 
 import asyncio
 import collections
-import csv
 import json
 import os
 import time
@@ -22,6 +21,7 @@ from tff_robust.simulation import counted_updates
 from tff_robust.simulation import metrics_csv
 from tff_robust.simulation import metrics_utils
 from tff_robust.simulation import round_data_prefetch
+from tff_robust.simulation import run_outputs
 from tff_robust.simulation import schedules
 from tff_robust.tasks import base
 from tff_robust.tasks import evaluation
@@ -182,7 +182,7 @@ def run_training(
       logging.warning('%s', dropped)
   without_update = counted_updates.RoundsWithoutUpdate(
       stop_after_rounds_without_update,
-      _rounds_without_counted_update(csv_path, first_round - 1) if restored is not None else (),
+      metrics_csv.rounds_without_counted_update(csv_path, first_round - 1) if restored is not None else (),
   )
   release_managers = [
       tff.program.CSVFileReleaseManager(csv_path, key_fieldname='round'),
@@ -287,7 +287,7 @@ def run_training(
     released, device_metrics = _evaluate(
         process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
     )
-    released.update(_last_released_row(csv_path, total_rounds))
+    released.update(metrics_csv.last_released_row(csv_path, total_rounds))
   summary = collections.OrderedDict(
       (key, value) for key, value in released.items()
       if key.startswith(('eval/', 'train/', 'personal/', 'personal_honest/', 'personal_corrupted/'))
@@ -303,12 +303,12 @@ def run_training(
   if stop_round is not None:
     summary['no_counted_update_stop_round'] = stop_round
   summary.update(summary_extras or {})
-  _save_model_weights(os.path.join(output_dir, 'model_weights.npz'), process.get_model_weights(state))
+  run_outputs.save_model_weights(os.path.join(output_dir, 'model_weights.npz'), process.get_model_weights(state))
   if indexed:
     for name, array in process.artifacts(state).items():
       np.save(os.path.join(output_dir, f'{name}.npy'), array)
   if device_metrics:
-    _write_device_rows(os.path.join(output_dir, 'devices.csv'), evaluation.device_rows(device_metrics))
+    run_outputs.write_device_rows(os.path.join(output_dir, 'devices.csv'), evaluation.device_rows(device_metrics))
   with open(os.path.join(output_dir, 'summary.json'), 'w') as f:
     json.dump(summary, f, indent=2)
   return summary
@@ -374,28 +374,6 @@ def _nonfinite_evidence(process, state, num_clients: int, released: dict) -> Opt
   return None
 
 
-def _rounds_without_counted_update(csv_path: str, last_round: int) -> list[int]:
-  """The rounds up to `last_round` whose metrics.csv row has `counted_updates` 0, in order (a run resumed from
-  round `last_round`)."""
-  if not os.path.exists(csv_path):
-    return []
-  with open(csv_path, newline='') as f:
-    rows = {int(row['round']): row.get('counted_updates') for row in csv.DictReader(f)}
-  return sorted(r for r, counted in rows.items() if r <= last_round and counted not in (None, '') and
-                float(counted) == 0)
-
-
-def _last_released_row(csv_path: str, round_num: int) -> dict[str, float]:
-  """The `train/*` values released for `round_num` in metrics.csv (empty if it has no such row)."""
-  if not os.path.exists(csv_path):
-    return {}
-  with open(csv_path, newline='') as f:
-    rows = [row for row in csv.DictReader(f) if int(row['round']) == round_num]
-  if not rows:
-    return {}
-  return {key: float(value) for key, value in rows[-1].items() if key.startswith('train/') and value != ''}
-
-
 def _personal_weights(process, state, store, global_weights, client_ids) -> Callable[
     [str], tff.learning.models.ModelWeights]:
   """client id -> the model that client predicts with: its personal model (a process with a client-state store,
@@ -404,22 +382,6 @@ def _personal_weights(process, state, store, global_weights, client_ids) -> Call
     index_of = {cid: index for index, cid in enumerate(client_ids)}
     return lambda client_id: process.personal_model_weights(state, index_of[client_id])
   return lambda client_id: process.personal_model_weights(global_weights, store.get([client_id])[0])
-
-
-def _save_model_weights(path: str, model_weights: Optional[tff.learning.models.ModelWeights]) -> None:
-  """Writes the final global model as `trainable_<i>` and `non_trainable_<i>` arrays (none: no file)."""
-  if model_weights is None:
-    return
-  arrays = {f'trainable_{i}': np.asarray(v) for i, v in enumerate(model_weights.trainable)}
-  arrays.update((f'non_trainable_{i}', np.asarray(v)) for i, v in enumerate(model_weights.non_trainable))
-  np.savez(path, **arrays)
-
-
-def _write_device_rows(path: str, rows: list[dict]) -> None:
-  with open(path, 'w', newline='') as f:
-    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
 
 
 def _release(release_managers, values: dict[str, float], round_num: int) -> None:

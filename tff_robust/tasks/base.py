@@ -139,6 +139,7 @@ class InMemoryClient:
     return dataset if self.corrupt is None else self.corrupt(dataset)
 
   def dataset(self) -> tf.data.Dataset:
+    """The batched training dataset of this client: its raw examples through the task's batching."""
     return self.batching(self.raw_dataset())
 
 

@@ -127,6 +127,7 @@ def _input_spec():
 
 
 def model_fn() -> tff.learning.models.VariableModel:
+  """A fresh `tff.learning` model of `create_keras_model` with sparse softmax cross-entropy and accuracy."""
   return tff.learning.models.from_keras_model(
       create_keras_model(),
       loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),

@@ -69,6 +69,7 @@ class Symbols:
 
 
 def element_spec() -> collections.OrderedDict:
+  """One unbatched example: x int32 [SEQUENCE_LENGTH] character ids, y int32 [], the next character."""
   return collections.OrderedDict(x=tf.TensorSpec([SEQUENCE_LENGTH], tf.int32), y=tf.TensorSpec([], tf.int32))
 
 
@@ -101,6 +102,7 @@ class WindowsClientData(tff.simulation.datasets.ClientData):
     return element_spec()
 
   def num_examples(self, role: str) -> int:
+    """The number of windows of `role`."""
     return len(self._positions[role])
 
   def windows(self, role: str) -> np.ndarray:
@@ -112,6 +114,7 @@ class WindowsClientData(tff.simulation.datasets.ClientData):
     return WindowsClientData(self._symbols, {role: self._positions[role] for role in roles})
 
   def create_tf_dataset_for_client(self, client_id: str) -> tf.data.Dataset:
+    """The role's windows as unbatched {x, y} examples; ValueError for an unknown role."""
     if client_id not in self._positions:
       raise ValueError(f'client_id must be one of the {len(self._client_ids)} roles of this client data, '
                        f'got {client_id!r}')

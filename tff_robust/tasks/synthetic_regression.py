@@ -41,6 +41,7 @@ def make_client_arrays(
 
 
 def model_fn() -> tff.learning.models.VariableModel:
+  """A linear model without bias, initialised at zero, with mean squared error as loss and metric."""
   inputs = tf.keras.Input(shape=(DIMENSION,))
   keras_model = tf.keras.Model(inputs, tf.keras.layers.Dense(1, use_bias=False, kernel_initializer='zeros')(inputs))
   return tff.learning.models.from_keras_model(
@@ -67,6 +68,8 @@ class _EvaluatorWithOptimum(evaluation.CentralizedEvaluator):
 
 
 def create_task(*, client_epochs: int, client_batch_size: int, seed: int) -> base.Task:
+  """The synthetic least-squares task: heterogeneous clients with a known optimum (`eval/distance_to_optimum`), targets
+  negated for data corruption."""
   clients, (x_test, y_test), optimum = make_client_arrays()
   train_data = base.client_data_from_arrays(clients)
   test_dataset = base.test_dataset_from_arrays(x_test, y_test)

@@ -22,11 +22,15 @@ from tff_robust.aggregators.attacks import honest_sums
 
 
 class AlieAttack(base.UpdateAttack):
+  """ALIE as an `UpdateAttack`: every corrupted client sends mu - z sigma (the module docstring); `z=None` uses the
+  paper's z_max of each round's cohort."""
 
   def __init__(self, z: Optional[float] = None):
     self._z = z
 
   def build(self, update_type, weight_type, seed: int):
+    """The corrupt function: honest weighted mean and spread by federated sums, then mu - z sigma broadcast to the
+    corrupted clients."""
     del seed
     fixed_z = self._z
 

@@ -15,6 +15,8 @@ from tff_robust.aggregators.attacks import stacked_statistics
 
 
 def krum_lambda_bound(points, honest_mask, num_corrupted):
+  """The paper's starting lambda_0 (module docstring of `tff_robust.core.attacks.fang`), float64, from the stacked
+  rows."""
   honest = tf.boolean_mask(points, honest_mask)
   m, c = tf.shape(points)[0], num_corrupted
   neighbours = m - c - 2
@@ -33,11 +35,14 @@ def krum_lambda_bound(points, honest_mask, num_corrupted):
 
 
 class FangKrumAttack(gathered.GatheredAttack):
+  """Fang et al.'s attack on Krum as a gathered attack: -lambda sign(mu), lambda halved from the paper's bound until
+  Krum picks it or lambda < `threshold`."""
 
   def __init__(self, threshold: float):
     self._threshold = float(threshold)
 
   def payload(self, points, weights, corrupted, previous):
+    """The corrupted update -lambda sign(mu) [d] from the stacked rows (`GatheredAttack.payload`)."""
     honest_mask = stacked_statistics.honest_mask(points, weights, corrupted)
     mean, _ = stacked_statistics.mean_and_std(points, weights, honest_mask)
     direction = -tf.sign(mean)

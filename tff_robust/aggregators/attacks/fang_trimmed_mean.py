@@ -30,13 +30,17 @@ def trimmed_mean_bounds(points, weights, corrupted, b: float):
 
 
 class FangTrimmedMeanAttack(gathered.GatheredAttack):
+  """Fang et al.'s attack on the trimmed mean and the median as a gathered attack: per coordinate, uniform values beyond
+  the honest extreme opposite to sign(mu), within a factor `b`."""
 
   def __init__(self, b: float):
     self._b = float(b)
 
   def payload(self, points, weights, corrupted, previous):
+    """The per-coordinate intervals (low [d], high [d]) the corrupted clients draw from."""
     return trimmed_mean_bounds(points, weights, corrupted, self._b)
 
   def client_value(self, own, payload, seed_pair):
+    """A corrupted client's update: uniform in [low, high] per coordinate, drawn statelessly from `seed_pair`."""
     low, high = payload
     return low + tf.random.stateless_uniform(tf.shape(low), seed=seed_pair, dtype=tf.float64) * (high - low)

@@ -31,6 +31,8 @@ class GatheredAttack(base.UpdateAttack):
     return payload
 
   def build(self, update_type, weight_type, seed: int):
+    """The corrupt function: gather (row, weight, flag) of every client, compute `payload` at the server, broadcast it,
+    and replace each corrupted update by `client_value`."""
     leaf_types = widening.leaf_types(update_type)
     sizes = [int(np.prod(t.shape, dtype=np.int64)) for t in leaf_types]
     dimension = sum(sizes)

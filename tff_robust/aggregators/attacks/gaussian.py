@@ -15,11 +15,15 @@ from tff_robust.aggregators.attacks import base
 
 
 class GaussianAttack(base.UpdateAttack):
+  """Gaussian noise as an `UpdateAttack`: `mode='replace'` sends sigma N(0, I), `'add'` adds it (sigma the update's own
+  standard deviation)."""
 
   def __init__(self, mode: str = 'replace'):
     self._mode = mode
 
   def build(self, update_type, weight_type, seed: int):
+    """The corrupt function: each corrupted client draws its noise statelessly from (seed + round, its update's
+    fingerprint)."""
     mode = self._mode
 
     @tff.tensorflow.computation(update_type, np.bool_, np.int32)

@@ -13,11 +13,14 @@ from tff_robust.aggregators.attacks import honest_sums
 
 
 class IpmAttack(base.UpdateAttack):
+  """Inner-product manipulation as an `UpdateAttack`: every corrupted client sends -eps mu."""
 
   def __init__(self, eps: float):
     self._eps = float(eps)
 
   def build(self, update_type, weight_type, seed: int):
+    """The corrupt function: the honest weighted mean mu by federated sums, then -eps mu broadcast to the corrupted
+    clients."""
     del seed
     eps = self._eps
 

@@ -20,6 +20,8 @@ GOLDEN = (math.sqrt(5) - 1) / 2
 
 
 def base_and_direction(direction: str, mean, std):
+  """The line's base b and direction q for `direction`: alie (mu, -sigma), ipm (0, -mu), unit_vec (mu, -mu/||mu||), sign
+  (mu, -sign(mu))."""
   if direction == 'alie':
     return mean, -std
   if direction == 'ipm':
@@ -60,6 +62,8 @@ def maximise(objective, max_scale: float, grid: int, refinements: int):
 
 
 class LineSearchAttack(gathered.GatheredAttack):
+  """The white-box line search as a gathered attack: b + s q with the scale s that moves the defence's `stacked_rule`
+  output furthest from the honest mean."""
 
   uses_previous_aggregate = True
 
@@ -70,6 +74,7 @@ class LineSearchAttack(gathered.GatheredAttack):
     self._max_scale, self._grid, self._refinements = float(max_scale), int(grid), int(refinements)
 
   def payload(self, points, weights, corrupted, previous):
+    """The corrupted update b + s* q [d]: a grid over [0, max_scale], then golden-section refinements."""
     honest = stacked_statistics.honest_mask(points, weights, corrupted)
     mean, std = stacked_statistics.mean_and_std(points, weights, honest)
     start, step = base_and_direction(self._direction, mean, std)

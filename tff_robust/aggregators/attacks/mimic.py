@@ -11,8 +11,11 @@ from tff_robust.aggregators.attacks import stacked_statistics
 
 
 class MimicAttack(gathered.GatheredAttack):
+  """Mimic as a gathered attack: copy the honest client farthest along the honest updates' direction of largest
+  variance."""
 
   def payload(self, points, weights, corrupted, previous):
+    """The honest row [d] to copy (zeros when no client is honest)."""
     honest = tf.boolean_mask(points, stacked_statistics.honest_mask(points, weights, corrupted))
 
     def copy():

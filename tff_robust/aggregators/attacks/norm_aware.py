@@ -15,11 +15,14 @@ from tff_robust.aggregators.attacks import stacked_statistics
 
 
 class NormAwareAttack(gathered.GatheredAttack):
+  """Norm-aware scaling as a gathered attack: the omniscient, IPM or ALIE target rescaled to `c` times the honest
+  weighted median norm."""
 
   def __init__(self, direction: str, c: float):
     self._direction, self._c = direction, float(c)
 
   def payload(self, points, weights, corrupted, previous):
+    """The rescaled target t / ||t|| * c * r [d] (zeros where t = 0)."""
     honest = stacked_statistics.honest_mask(points, weights, corrupted)
     if self._direction == 'omniscient':
       target = stacked_statistics.omniscient_target(points, weights, corrupted)

@@ -13,8 +13,12 @@ from tff_robust.aggregators.attacks import honest_sums
 
 
 class OmniscientAttack(base.UpdateAttack):
+  """The RFA paper's omniscient attack as an `UpdateAttack`: -(2 S_G + S_C) / A_C, which turns the weighted mean into
+  minus the honest one."""
 
   def build(self, update_type, weight_type, seed: int):
+    """The corrupt function: honest and corrupted weighted sums by federated sums, the target broadcast to the corrupted
+    clients."""
     del seed
 
     @tff.tensorflow.computation(update_type, update_type, weight_type)

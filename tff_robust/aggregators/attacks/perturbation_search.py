@@ -42,6 +42,7 @@ class PerturbationSearchAttack(gathered.GatheredAttack):
     self._gamma_init, self._tau = float(gamma_init), float(tau)
 
   def payload(self, points, weights, corrupted, previous):
+    """The corrupted update mu + gamma p [d], gamma from the halving search (0 when no client is honest)."""
     honest_mask = stacked_statistics.honest_mask(points, weights, corrupted)
     mean, std = stacked_statistics.mean_and_std(points, weights, honest_mask)
     honest = tf.boolean_mask(points, honest_mask)

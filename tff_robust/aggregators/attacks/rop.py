@@ -16,6 +16,8 @@ from tff_robust.aggregators.attacks import stacked_statistics
 
 
 class RopAttack(gathered.GatheredAttack):
+  """ROP as a gathered attack: a point at `radius` from pi v_{t-1} + (1 - pi) mu, at `angle` degrees from lam v_{t-1} +
+  (1 - lam) mu."""
 
   uses_previous_aggregate = True
 
@@ -23,6 +25,7 @@ class RopAttack(gathered.GatheredAttack):
     self._radius, self._pi, self._lam, self._angle = float(radius), float(pi), float(lam), float(angle)
 
   def payload(self, points, weights, corrupted, previous):
+    """The corrupted update a + r p / ||p|| [d] of the module docstring."""
     honest = stacked_statistics.honest_mask(points, weights, corrupted)
     mean, _ = stacked_statistics.mean_and_std(points, weights, honest)
     location = self._pi * previous + (1 - self._pi) * mean

@@ -9,8 +9,10 @@ from tff_robust.aggregators.attacks import base
 
 
 class SignFlippingAttack(base.UpdateAttack):
+  """Sign flipping as an `UpdateAttack`: a corrupted client sends minus its own update."""
 
   def build(self, update_type, weight_type, seed: int):
+    """The corrupt function: a per-client `tf.cond` that negates the update of a corrupted client (no aggregation)."""
     del weight_type, seed
 
     @tff.tensorflow.computation(update_type, np.bool_)

@@ -10,6 +10,7 @@ from tff_robust.aggregators import robust_rules
 
 
 def honest_mask(points, weights, corrupted):
+  """Rows that count as honest: not corrupted, positive weight and every coordinate finite."""
   finite = tf.reduce_all(tf.math.is_finite(points), axis=1)
   return tf.logical_and(tf.logical_not(corrupted), tf.logical_and(weights > 0, finite))
 

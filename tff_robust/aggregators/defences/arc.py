@@ -27,16 +27,14 @@ How this differs from the paper:
   - With k = 0 (f = 0) ARC is the identity and the factory is `inner_factory` itself (no quantile passes).
 """
 
-import collections
 from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_robust.aggregators import call_counts
-from tff_robust.aggregators import inner_measurements
 from tff_robust.aggregators import histogram_quantile
+from tff_robust.aggregators import norm_gating
 from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -47,13 +45,8 @@ from tff_robust.core import arc
 class AdaptiveRobustClippingFactory(tff.aggregators.WeightedAggregationFactory):
   """`WeightedAggregationFactory`: ARC with f = `num_byzantine` of n = `num_clients`, then `inner_factory`.
 
-  Measurements:
-    - `secure_average_calls`: the quantile's calls plus the inner process's (1 if it reports none).
-    - `threshold`: the clipping norm (eta, see the module docstring).
-    - `num_clipped_clients`: clients whose update norm exceeded it (summed by `count_factory`).
-    - `inner`: the measurements of `inner_factory`'s process (absent when empty, as TFF's `MeanFactory`'s are).
-
-  State: <the quantile process's state, the inner process's state>.
+  State and measurements: `norm_gating`'s; `threshold` is the clipping norm (eta, see the module docstring), and
+  `num_clipped_clients` counts the clients whose update norm exceeded it (summed by `count_factory`).
   """
 
   def __init__(
@@ -89,6 +82,9 @@ class AdaptiveRobustClippingFactory(tff.aggregators.WeightedAggregationFactory):
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
 
   def create(self, value_type, weight_type) -> tff.templates.AggregationProcess:
+    """The `tff.templates.AggregationProcess` of this factory for `value_type, weight_type` (TFF's `create`): the
+    computation, state and measurements the class docstring describes. With no client to clip (`clipped_count == 0`)
+    it is the inner factory's process."""
     type_checks.check_value_type(value_type)
     type_checks.check_weight_type(weight_type)
     if self.clipped_count == 0:
@@ -113,9 +109,7 @@ class AdaptiveRobustClippingFactory(tff.aggregators.WeightedAggregationFactory):
       value = tf.nest.map_structure(lambda t: tf.cast(factor, t.dtype) * t, value)
       return value, tf.cast(clipped, tf.int32)
 
-    @tff.federated_computation()
-    def init_fn():
-      return tff.federated_zip((quantile_process.initialize(), inner_process.initialize()))
+    init_fn = norm_gating.initialize(quantile_process, inner_process)
 
     @widening.weighted_next_computation(init_fn, value_type, weight_type)
     def next_fn(state, value, weight):
@@ -123,17 +117,9 @@ class AdaptiveRobustClippingFactory(tff.aggregators.WeightedAggregationFactory):
       quantile = quantile_process.next(state[0], norms, counts)
       clipped, was_clipped = tff.federated_map(clip, (value, norms, tff.federated_broadcast(quantile.result)))
       inner = inner_process.next(state[1], clipped, weight)
-      measurements = inner_measurements.with_inner(collections.OrderedDict(
-          secure_average_calls=call_counts.total_calls(
-              (quantile.measurements, quantile_process), (inner.measurements, inner_process)
-          ),
-          threshold=quantile.result,
-          num_clipped_clients=count_process.next(count_process.initialize(), was_clipped).result,
-      ), 'inner', inner.measurements)
-      return tff.templates.MeasuredProcessOutput(
-          state=tff.federated_zip((quantile.state, inner.state)),
-          result=inner.result,
-          measurements=tff.federated_zip(measurements),
+      return norm_gating.output(
+          quantile, quantile_process, inner, inner_process, threshold=quantile.result,
+          count_name='num_clipped_clients', count=count_process.next(count_process.initialize(), was_clipped).result,
       )
 
     return tff.templates.AggregationProcess(init_fn, next_fn)

@@ -8,8 +8,8 @@ A defence spec is pre-aggregators then one rule, joined by `>`, each with option
     nnm>krum(select=1)
 
 A preset (`PRESETS`) names a whole chain with its parameters: `recommended_secure` is the secure-compatible chain
-chosen on its worst case over the attack suite (README, "Which defence when"), so naming it gives the measured
-parameters.
+chosen on its worst case over the attack suite (docs/guides/attacks.md, "Which defence when"), so naming it gives
+the measured parameters.
 
 `parse` turns a spec into a `DefenceChain` (or raises ValueError naming the bad part and what is allowed);
 `tff_robust.aggregators.defences.build_factory` builds its `tff.aggregators` factory and `stacked_rule` its
@@ -102,6 +102,7 @@ class Entry:
   needs_clients_per_round: bool = False
 
   def param(self, name: str) -> Param:
+    """The parameter `name` of this entry; ValueError listing the allowed ones if it has none of that name."""
     for param in self.params:
       if param.name == name:
         return param

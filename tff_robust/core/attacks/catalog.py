@@ -38,6 +38,9 @@ class Parameter:
 
 @dataclasses.dataclass(frozen=True)
 class AttackInfo:
+  """One attack of the catalog: its name, a one-line summary, its parameters and whether it needs the defence's stacked
+  rule (the white-box line search)."""
+
   name: str
   summary: str
   parameters: tuple[Parameter, ...] = ()
@@ -134,6 +137,7 @@ class AttackSpec:
     return ATTACKS[self.name]
 
   def options(self) -> dict:
+    """The parameter values as a dict {name: value}, defaults filled in."""
     return dict(self.values)
 
   def __str__(self):

@@ -27,6 +27,7 @@ def omniscient_updates(updates, weights, corrupted) -> np.ndarray:
 
 
 def omniscient_target(updates, weights, corrupted) -> np.ndarray:
+  """The omniscient update -(2 S_G + S_C) / A_C (zeros when no client is corrupted)."""
   updates, weights, corrupted, _, _ = honest_statistics.split(updates, weights, corrupted)
   honest_sum = weights[~corrupted] @ updates[~corrupted]
   corrupted_sum = weights[corrupted] @ updates[corrupted]
@@ -35,6 +36,7 @@ def omniscient_target(updates, weights, corrupted) -> np.ndarray:
 
 
 def ipm_target(updates, weights, corrupted, eps: float) -> np.ndarray:
+  """IPM's update -eps mu, mu the honest weighted mean."""
   return -eps * honest_statistics.mean_and_std(updates, weights, corrupted)[0]
 
 

@@ -55,6 +55,7 @@ def trimmed_mean_values(low, high, uniform) -> np.ndarray:
 
 
 def krum_lambda_bound(updates, weights, corrupted) -> float:
+  """lambda_0 of the module docstring: the paper's starting scale of the Krum attack."""
   _, _, corrupted, honest, _ = honest_statistics.split(updates, weights, corrupted)
   m, c, d = len(corrupted), int(corrupted.sum()), honest.shape[1]
   neighbours = m - c - 2
@@ -67,6 +68,8 @@ def krum_lambda_bound(updates, weights, corrupted) -> float:
 
 
 def krum_target(updates, weights, corrupted, threshold: float) -> np.ndarray:
+  """The Krum attack's update -lambda sign(mu): lambda halved from lambda_0 until Krum with f = c picks a corrupted row,
+  or below `threshold`."""
   updates, weights, corrupted, honest, _ = honest_statistics.split(updates, weights, corrupted)
   mean, _ = honest_statistics.mean_and_std(updates, weights, corrupted)
   if len(honest) == 0 or not corrupted.any():

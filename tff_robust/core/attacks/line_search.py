@@ -27,6 +27,8 @@ GOLDEN = (math.sqrt(5) - 1) / 2
 
 
 def base_and_direction(direction: str, mean: np.ndarray, std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """The line's base b and direction q: alie (mu, -sigma), ipm (0, -mu), unit_vec (mu, -mu/||mu||), sign (mu,
+  -sign(mu))."""
   if direction == 'alie':
     return mean, -std
   if direction == 'ipm':
@@ -84,6 +86,8 @@ def objective_fn(updates, weights, corrupted, previous, rule: Callable, base, st
 
 def target(updates, weights, corrupted, previous, rule: Callable, direction: str, max_scale: float, grid: int,
            refinements: int) -> np.ndarray:
+  """The corrupted update b + s* q, s* maximising the distance of `rule`'s output from the honest mean (grid, then
+  golden-section refinements)."""
   mean, std = honest_statistics.mean_and_std(updates, weights, corrupted)
   base, step = base_and_direction(direction, mean, std)
   objective = objective_fn(updates, weights, corrupted, previous, rule, base, step)

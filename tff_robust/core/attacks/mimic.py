@@ -21,6 +21,7 @@ from tff_robust.core.attacks import honest_statistics
 
 
 def target(updates, weights, corrupted) -> np.ndarray:
+  """The honest row farthest along the honest updates' top principal direction (zeros when none is honest)."""
   _, _, _, honest, _ = honest_statistics.split(updates, weights, corrupted)
   if len(honest) == 0:
     return np.zeros(np.shape(updates)[1])

@@ -14,6 +14,7 @@ from tff_robust.core.attacks import honest_statistics
 
 
 def target(updates, weights, corrupted, direction: str, c: float) -> np.ndarray:
+  """The `direction`'s target rescaled to `c` times the honest weighted median norm (zeros where the target is 0)."""
   if direction == 'omniscient':
     t = directions.omniscient_target(updates, weights, corrupted)
   elif direction == 'ipm':

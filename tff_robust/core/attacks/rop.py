@@ -27,6 +27,7 @@ from tff_robust.core.attacks import honest_statistics
 
 
 def target(updates, weights, corrupted, previous, radius: float, pi: float, lam: float, angle: float) -> np.ndarray:
+  """ROP's update a + r p / ||p|| of the module docstring (the location a where p = 0)."""
   mean, _ = honest_statistics.mean_and_std(updates, weights, corrupted)
   previous = np.asarray(previous, np.float64)
   location = pi * previous + (1 - pi) * mean

@@ -85,10 +85,15 @@ def test_a_default_service_serves_this_host_only(peer, services):
   assert os.readlink(f'/proc/{service.worker_pid()}/ns/net') != os.readlink('/proc/self/ns/net')
 
 
-def test_the_peer_reaches_what_listens_on_the_link(peer, services):
+def test_the_peer_reaches_what_listens_on_the_link_unauthenticated_and_the_service_warns(peer, services):
   # What the test above would see of TFF's own way, a worker_binary on every interface: the probe can tell.
-  service = services('--network_isolation=off')
-  assert _from_peer(peer, f'{peer.host_address}:{service.port}')['code'] in _REACHED
+  exposed = services('--network_isolation=off')
+  assert _from_peer(peer, f'{peer.host_address}:{exposed.port}')['code'] in _REACHED
+  assert len(exposed.lines('WARNING: this TFF worker is unauthenticated')) == 1
+  insecure = services(f'--listen={peer.host_address}', '--insecure_listen')
+  assert _from_peer(peer, f'{peer.host_address}:{insecure.port}')['code'] in _REACHED
+  (warning,) = insecure.lines('WARNING: this TFF worker is unauthenticated')
+  assert f'reachable on {peer.host_address}:{insecure.port}' in warning
 
 
 def test_with_listen_and_tls_only_a_client_certificate_of_the_client_ca_reaches_the_worker(peer, certificates,

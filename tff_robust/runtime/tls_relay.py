@@ -39,7 +39,7 @@ def _endpoint(address) -> str:
 
 
 def _subject(certificate: dict) -> str:
-  """'CN=..., O=...' of a certificate as `ssl` decodes it."""
+  """'commonName=..., organizationName=...' of a certificate as `ssl` decodes it."""
   return ', '.join(f'{key}={value}' for entry in certificate.get('subject', ()) for key, value in entry) or '(none)'
 
 

@@ -14,6 +14,12 @@ TFF_WORKER_ADDRESS = flags.DEFINE_list(
     'host:port of TFF executor services (python -m tff_robust.runtime.worker_service) to run on; several '
     'split each cohort over them, every aggregation pass on all at once (every algorithm). Empty: a local worker.',
 )
+TFF_WORKER_CREDENTIALS = flags.DEFINE_string(
+    'tff_worker_credentials', None,
+    'Mutual TLS with the --tff_worker_address workers (started with worker_service --tls_*): a directory holding '
+    'ca.pem (signed the workers\' certificates), client.pem and client.key (this driver\'s); '
+    'scripts/make_test_certificates.sh makes a test set (its driver/). Unset: plain gRPC (loopback, SSH tunnel).',
+)
 GPUS = flags.DEFINE_string(
     'gpus', gpu_placement.AUTO,
     "Local worker: GPUs client computation may use: 'auto' (all TensorFlow sees), 'none' (CPU) or '0,1'. TFF's "

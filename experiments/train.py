@@ -21,7 +21,8 @@ without CUDA, so clients run on the CPU's cores (`--gpus=auto` says so in one li
 `--worker_binary=PATH` (or $TFF_ROBUST_WORKER_BINARY) starts a worker built from TFF's source with CUDA instead.
 `--gpus`, `--max_concurrent_computation_calls` and `--worker_binary` configure the local worker. Remote: start
 `python -m tff_robust.runtime.worker_service --port=8000` on the host that should compute, then pass
-`--tff_worker_address=HOST:8000` (several comma-separated addresses shard each cohort over the workers).
+`--tff_worker_address=HOST:8000` (several comma-separated addresses shard each cohort over the workers; through an
+SSH tunnel to the service's default 127.0.0.1, or with `--tff_worker_credentials=DIR` to workers serving mutual TLS).
 """
 
 import os
@@ -30,6 +31,8 @@ import sys
 # Before TensorFlow is imported: TensorFlow 2.14 logs three harmless C++ errors at import (cuDNN, cuFFT, cuBLAS
 # factories "already registered"); level 3 keeps them out of the runner's output. TF_CPP_MIN_LOG_LEVEL=0 shows all.
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+# gRPC's C core logs a failed TLS handshake at INFO before the runner's own one-line refusal says why.
+os.environ.setdefault('GRPC_VERBOSITY', 'ERROR')
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags  # pylint: disable=g-import-not-at-top
@@ -48,6 +51,7 @@ def check(argv) -> None:
     raise train_flags.Refusal(f'unexpected positional arguments: {" ".join(argv[1:])}')
   train_flags.check_root_output_dir()
   train_flags.check_local_worker()
+  train_flags.check_remote_workers()
   train_flags.check_run_directory()
 
 

@@ -32,6 +32,7 @@ from experiments import task_flags
 from tff_robust.aggregators.defences import registry as defence_registry
 from tff_robust.runtime import gpu_placement
 from tff_robust.runtime import worker_binaries
+from tff_robust.runtime import worker_tls
 from tff_robust.simulation import algorithm_names
 from tff_robust.simulation import run_settings
 from tff_robust.tasks import task_names
@@ -83,8 +84,8 @@ PROGRESS_BAR = flags.DEFINE_bool('progress_bar', True, 'Show a tqdm progress bar
 # one run, and a command whose defining flags differ from those recorded there is refused (`check_run_directory`).
 NON_DEFINING_FLAGS = frozenset({
     'total_rounds', 'rounds_per_eval', 'rounds_per_checkpoint', 'progress_bar', 'root_output_dir', 'experiment_name',
-    'overwrite', 'data_cache_dir', 'tff_worker_address', 'gpus', 'max_concurrent_computation_calls', 'worker_binary',
-    'stop_after_rounds_without_update',
+    'overwrite', 'data_cache_dir', 'tff_worker_address', 'tff_worker_credentials', 'gpus',
+    'max_concurrent_computation_calls', 'worker_binary', 'stop_after_rounds_without_update',
 })
 
 # The modules defining the runner's flags, this one last.
@@ -260,6 +261,21 @@ def check_local_worker() -> None:
   needed: `gpu_placement.check_binary_supports`). The GPUs TensorFlow sees are counted by `train_program`."""
   try:
     gpu_placement.check_binary_supports(runtime_flags.GPUS.value, local_worker_binary())
+  except ValueError as error:
+    raise Refusal(str(error)) from None
+
+
+def check_remote_workers() -> None:
+  """Raises Refusal for --tff_worker_credentials without remote workers, or whose files cannot serve (missing,
+  unreadable, not PEM, a key that does not match its certificate: `worker_tls.client_credentials`)."""
+  credentials = runtime_flags.TFF_WORKER_CREDENTIALS.value
+  if credentials is None:
+    return
+  if not runtime_flags.TFF_WORKER_ADDRESS.value:
+    raise Refusal('--tff_worker_credentials is for remote workers: give their --tff_worker_address too (the local '
+                  'worker needs no TLS: no other host can reach it)')
+  try:
+    worker_tls.client_credentials(credentials)
   except ValueError as error:
     raise Refusal(str(error)) from None
 

@@ -21,6 +21,7 @@ from tff_robust.aggregators import defences
 from tff_robust.runtime import composing_context
 from tff_robust.runtime import execution_context
 from tff_robust.runtime import gpu_placement
+from tff_robust.runtime import worker_channels
 from tff_robust.simulation import algorithms
 from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import corruption
@@ -146,7 +147,12 @@ def _train(task, clients_per_round: int) -> dict:
   """Builds the process on a TFF worker, records the run's settings (after --overwrite cleared its directory) and
   runs `training_loop.run_training`; returns its summary."""
   if runtime_flags.TFF_WORKER_ADDRESS.value:
-    execution_context.set_remote_execution_context(runtime_flags.TFF_WORKER_ADDRESS.value)
+    try:
+      execution_context.set_remote_execution_context(
+          runtime_flags.TFF_WORKER_ADDRESS.value, credentials_dir=runtime_flags.TFF_WORKER_CREDENTIALS.value)
+    except worker_channels.WorkerCertificateError as error:
+      raise train_flags.Refusal(
+          f'--tff_worker_credentials={runtime_flags.TFF_WORKER_CREDENTIALS.value}: {error}') from None
   else:
     binary = train_flags.local_worker_binary()
     execution_context.set_local_execution_context(

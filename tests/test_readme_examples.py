@@ -38,6 +38,7 @@ _RUN_BY = {
     'benchmarks.fedplus_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.mtfeel_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.isolation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
+    'benchmarks.relay_overhead': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.parallel_workers': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.evaluation_cost': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.final_evaluation_cost': 'tests/benchmarks/test_readme_benchmarks.py',

@@ -19,6 +19,7 @@ _SHRUNK = {
     'benchmarks.fedplus_cost': (['--rounds=1', '--store_parameters=1000'], 'fedplus_avg'),
     'benchmarks.mtfeel_cost': (['--rounds=1'], 'signsgd'),
     'benchmarks.isolation_cost': (['--rounds=1', '--task=digits', '--algorithms=fedavg'], 'fedavg'),
+    'benchmarks.relay_overhead': (['--rounds=1', '--clients_per_round=4', '--dimension=1000'], 'relay + TLS / direct'),
     'benchmarks.defence_cost': (['--rounds=1', '--task=digits'], 'filtered_centered_clipping'),
     'benchmarks.attack_cost': (['--rounds=1', '--task=digits', '--attacks=omniscient,min_max,line_search'],
                                'line_search'),

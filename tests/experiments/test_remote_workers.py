@@ -2,17 +2,17 @@
 
 import os
 import re
+import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
-import portpicker
 import pytest
 
 from experiments import exit_statuses
 from tests.experiments import train_runs
+from tests.runtime import worker_services
 
 _FLAGS = ('--task=digits', '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=4')
 
@@ -28,33 +28,25 @@ def _pid_alive(pid: int) -> bool:
 
 @pytest.fixture
 def loopback_workers(tmp_path):
-  """Starts worker services on loopback ports; yields a function making n of them (their (process, port) pairs
-  in its `started`); stops them all."""
+  """Starts worker services with their defaults (127.0.0.1) and `flags`; yields a function making n of them and
+  returning their addresses (the `worker_services.Service`s in its `started`); stops them all."""
   started = []
 
-  def start(count):
-    addresses = []
-    for _ in range(count):
-      port = portpicker.pick_unused_port()
-      with open(tmp_path / f'worker_service_{port}.log', 'w') as log:
-        process = subprocess.Popen(
-            [sys.executable, '-m', 'tff_robust.runtime.worker_service', f'--port={port}', '--gpus=none'],
-            cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-        )
-      started.append((process, port))
-      addresses.append(f'localhost:{port}')
-    return ','.join(addresses)
+  def start(count, *flags):
+    services = [worker_services.Service(tmp_path / f'worker_service_{len(started) + i}.log', *flags)
+                for i in range(count)]
+    started.extend(service.wait_until_serving() for service in services)
+    return ','.join(f'localhost:{service.port}' for service in services)
 
   start.started = started
   yield start
-  for process, port in started:
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=30)
-    assert not _pid_alive(process.pid), 'a worker_binary outlived the test'
-    # Each service said, in one line, that it is unauthenticated and reachable on every interface.
-    warnings = [line for line in (tmp_path / f'worker_service_{port}.log').read_text().splitlines()
-                if 'unauthenticated' in line]
-    assert len(warnings) == 1 and f'every network interface (port {port})' in warnings[0], warnings
+  for service in started:
+    if service.process.poll() is None:
+      service.stop()
+    assert not _pid_alive(service.process.pid), 'a worker_service outlived the test'
+    # Each service said, in one line, where it serves: this host's loopback, the worker in a namespace of its own.
+    (serving,) = service.lines(worker_services.SERVING)
+    assert f'on 127.0.0.1:{service.port} ' in serving and 'private network namespace' in serving, serving
 
 
 def _final_model(tmp_path, name, *flags):
@@ -103,8 +95,8 @@ def test_a_run_whose_remote_worker_stops_mid_run_ends_with_one_line_naming_it(tm
   try:
     checkpoint = tmp_path / 'run' / 'checkpoints' / 'program_state' / 'round_1'
     train_runs.wait_for_path(checkpoint / 'checkpoint_manifest.json', process)
-    (service, _), = loopback_workers.started
-    service.send_signal(signal.SIGTERM)  # the service stops its worker: the address stops answering mid-run
+    (service,) = loopback_workers.started
+    service.process.send_signal(signal.SIGTERM)  # the service stops its worker: the address stops answering mid-run
     stopped_at = time.monotonic()
     try:
       _, stderr = process.communicate(timeout=60)
@@ -120,3 +112,57 @@ def test_a_run_whose_remote_worker_stops_mid_run_ends_with_one_line_naming_it(tm
       rf'error: the TFF worker at {address} became unreachable during a computation .*\. The same command resumes '
       r'the run from its newest checkpoint, if it has one\.', stderr.splitlines()[-1]), stderr[-3000:]
   print(f'stopped {seconds_to_stop:.1f} s after the remote worker did')
+
+
+@pytest.fixture(scope='module')
+def certificates(tmp_path_factory):
+  """{'ours': a test cluster's certificates (localhost), 'theirs': another cluster's}."""
+  root = tmp_path_factory.mktemp('certificates')
+  return {name: worker_services.make_certificates(root / name, 'localhost') for name in ('ours', 'theirs')}
+
+
+def _one_line_refusal(result, *fragments):
+  assert result.returncode == exit_statuses.REFUSED, result.stderr[-3000:]
+  (line,) = result.stderr.splitlines()
+  assert line.startswith('error: ') and all(fragment in line for fragment in fragments), line
+
+
+def test_worker_credentials_that_cannot_serve_are_refused_in_one_line_before_tensorflow(tmp_path, certificates):
+  driver = f'{certificates["ours"]}/driver'
+  _one_line_refusal(train_runs.train(tmp_path, f'--tff_worker_credentials={driver}', fresh_interpreter=True),
+                    '--tff_worker_credentials', '--tff_worker_address')
+  mismatched = tmp_path / 'driver'
+  shutil.copytree(driver, mismatched)
+  shutil.copy(f'{certificates["theirs"]}/driver/client.key', mismatched / 'client.key')
+  for credentials, fragment in ((tmp_path / 'missing', 'not a directory'),
+                                (mismatched, 'client.key does not match')):
+    result = train_runs.train(tmp_path, '--tff_worker_address=localhost:1', f'--tff_worker_credentials={credentials}',
+                              fresh_interpreter=True)
+    _one_line_refusal(result, f'--tff_worker_credentials={credentials}', fragment)
+  assert not (tmp_path / 'run').exists()
+
+
+@pytest.mark.slow
+def test_rfa_over_two_tls_workers_trains_the_same_model_as_locally(tmp_path, loopback_workers, certificates):
+  addresses = loopback_workers(2, *worker_services.tls_flags(certificates['ours']))
+  remote = _final_model(tmp_path, 'tls', '--algorithm=rfa', f'--tff_worker_address={addresses}',
+                        f'--tff_worker_credentials={certificates["ours"]}/driver')
+  local = _final_model(tmp_path, 'local', '--algorithm=rfa')
+  _assert_same_run(remote, local)
+  for service in loopback_workers.started:
+    assert service.lines('accepted a connection') and not service.lines('refused a connection')
+
+
+@pytest.mark.slow
+def test_the_runner_refuses_a_worker_whose_certificate_does_not_verify_in_one_line(tmp_path, loopback_workers,
+                                                                                   certificates):
+  address = loopback_workers(1, *worker_services.tls_flags(certificates['theirs']))
+  # A fresh interpreter, as a user's: the runner quiets gRPC's own log of the failed handshake before importing gRPC.
+  result = train_runs.train(tmp_path, *_FLAGS, f'--tff_worker_address={address}',
+                            f'--tff_worker_credentials={certificates["ours"]}/driver', fresh_interpreter=True)
+  assert result.returncode == exit_statuses.REFUSED, result.stderr[-3000:]
+  # The tests' TF_CPP_MIN_LOG_LEVEL=2 lets TensorFlow's three import errors through (the runner's default, 3, does not).
+  lines = [line for line in result.stderr.splitlines() if 'Unable to register' not in line]
+  assert len(lines) == 1, result.stderr[-3000:]
+  assert lines[0].startswith(f'error: --tff_worker_credentials={certificates["ours"]}/driver: the TFF worker at '
+                             f'{address} failed this driver\'s TLS check') and 'CERTIFICATE_VERIFY_FAILED' in lines[0]

@@ -6,16 +6,15 @@ cores_of_a_worker_without_cuda`, on a run it makes anyway.
 """
 
 import os
-import signal
 import subprocess
 import sys
 import time
 
-import portpicker
 import pytest
 
 from experiments import exit_statuses
 from tests.experiments import train_runs
+from tests.runtime import worker_services
 from tff_robust.runtime import worker_binaries
 
 _TFF_BINARY = worker_binaries.tff_wheel_binary()
@@ -96,49 +95,29 @@ def test_worker_service_refuses_gpu_indices_and_a_bad_binary_in_one_line():
   _one_line_refusal(_command(_SERVICE_MODULE, '--port=0'), '--port=0')
 
 
-def _serve(tmp_path, *args):
-  """(the service process, its port, its stderr file), once it has said where it serves."""
-  stderr_path = tmp_path / 'service_stderr.txt'
-  port = portpicker.pick_unused_port()
-  with open(stderr_path, 'w') as stderr:
-    service = subprocess.Popen(
-        [sys.executable, '-m', _SERVICE_MODULE, f'--port={port}', *args],
-        cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-    )
-  deadline = time.monotonic() + 120
-  while 'TFF worker serving on port' not in stderr_path.read_text():
-    assert service.poll() is None, stderr_path.read_text()
-    assert time.monotonic() < deadline, 'worker_service said nothing in 120 s'
-    time.sleep(0.05)
-  return service, port, stderr_path
-
-
-def _stop(service):
-  service.send_signal(signal.SIGTERM)
-  service.wait(timeout=30)
-
-
 def test_worker_service_says_in_one_line_that_clients_run_on_the_cpu_cores(tmp_path):
-  service, _, stderr_path = _serve(tmp_path)
+  service = worker_services.Service(tmp_path / 'service.log', '--gpus=auto').wait_until_serving()
   try:
-    lines = [line for line in stderr_path.read_text().splitlines() if '--gpus' in line]
+    lines = service.lines('--gpus')
   finally:
-    _stop(service)
+    service.stop()
   assert len(lines) == 1, lines
   assert 'built without CUDA' in lines[0]
   assert f'runs on the CPU ({len(os.sched_getaffinity(0))} cores)' in lines[0]
 
 
-def test_worker_service_becomes_the_worker_binary_it_is_given(tmp_path, stand_in):
+def test_worker_service_starts_the_worker_binary_it_is_given_in_a_network_namespace_of_its_own(tmp_path, stand_in):
   script, record = stand_in
-  service, port, _ = _serve(tmp_path, f'--worker_binary={script}')
+  service = worker_services.Service(tmp_path / 'service.log', f'--worker_binary={script}').wait_until_serving()
   try:
     deadline = time.monotonic() + 60
     while not (record.exists() and record.read_text().endswith('\n')):
       assert time.monotonic() < deadline, 'the stand-in was never started'
       time.sleep(0.05)
-    pid, _, *arguments = record.read_text().split()
+    pid, namespace, *arguments = record.read_text().split()
+    worker = service.worker_pid()
   finally:
-    _stop(service)
-  assert int(pid) == service.pid  # the service replaced itself with the stand-in
-  assert arguments == [f'--port={port}', f'--max_concurrent_computation_calls={len(os.sched_getaffinity(0))}']
+    service.stop()
+  assert int(pid) == worker  # the launcher replaced itself with the stand-in
+  assert namespace != os.readlink('/proc/self/ns/net')
+  assert arguments == [f'--port={service.port}', f'--max_concurrent_computation_calls={len(os.sched_getaffinity(0))}']

@@ -1,7 +1,7 @@
 """The runtime modules that run before or instead of a Python TFF program import neither TensorFlow nor TFF: the
-worker launcher (before every local worker starts), `worker_service` (which replaces itself with the worker, and
+worker launcher (before every local worker starts) and its TLS relay, `worker_service` (which starts the worker, and
 parses its flags with `tff_robust.command_line.finite_flags`) and the checks the runner makes before it loads
-TensorFlow (`worker_binaries`, `gpu_placement`)."""
+TensorFlow (`worker_binaries`, `gpu_placement`, `worker_tls`)."""
 
 import os
 import subprocess
@@ -23,7 +23,8 @@ def _heavy_modules_after(script: str) -> str:
 
 def test_the_launcher_service_and_placement_checks_import_no_tensorflow():
   assert _heavy_modules_after(
-      'from tff_robust.runtime import gpu_placement, worker_binaries, worker_launcher, worker_service\n'
+      'from tff_robust.runtime import gpu_placement, tls_relay, worker_binaries, worker_launcher, worker_service\n'
+      'from tff_robust.runtime import worker_channels, worker_tls\n'
       'gpu_placement.check_binary_supports("auto", worker_binaries.resolve())'
   ) == '[]'
 

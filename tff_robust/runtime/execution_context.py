@@ -16,7 +16,9 @@ Remote execution (`set_remote_execution_context`) runs every computation over th
 or more addresses (`tff.framework.RemoteExecutor` over gRPC) with `composing_context.ComposingContext`: the
 cohort is split into one shard per worker, client values stay on their worker, and each aggregation pass
 (RFA's Weiszfeld passes, Delta-FL's quantile passes, Fed+'s medians included) runs on every worker at once
-and is merged on the first. Start a worker with `python -m tff_robust.runtime.worker_service --port=PORT`.
+and is merged on the first. Start a worker with `python -m tff_robust.runtime.worker_service --port=PORT` (this host
+only, or other hosts through an SSH tunnel), or with its `--tls_*` flags and `credentials_dir` here for mutual TLS
+(`worker_channels`: gRPC's own TLS; a worker whose certificate does not verify is refused at once).
 
 A worker that dies. TFF retries a computation whose gRPC call fails as UNAVAILABLE without limit (its
 `AsyncExecutionContext.invoke`, backing off to 30 s between attempts), so a run whose worker has died would wait
@@ -31,7 +33,6 @@ import atexit
 import functools
 import gc
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -51,12 +52,10 @@ from tensorflow_federated.python.core.impl.context_stack import set_default_cont
 from tff_robust.runtime import composing_context
 from tff_robust.runtime import gpu_placement
 from tff_robust.runtime import worker_binaries
+from tff_robust.runtime import worker_channels
 from tff_robust.runtime import worker_launcher
+from tff_robust.runtime import worker_tls
 
-_GRPC_CHANNEL_OPTIONS = [
-    ('grpc.max_send_message_length', 2 * 1000 * 1000 * 1000),
-    ('grpc.max_receive_message_length', 2 * 1000 * 1000 * 1000),
-]
 _WORKER_START_TIMEOUT_SECONDS = 60.0
 _WORKER_STOP_TIMEOUT_SECONDS = 10.0
 # Where TFF 0.87 defines the worker manager of its import-time context (`local_cpp_executor_factory`).
@@ -167,29 +166,20 @@ class LocalWorker:
       self.log_path = os.path.join(log_dir, 'tff_worker.log')
     self._log_file = open(self.log_path, 'ab')
     concurrency = gpu_placement.client_concurrency(max_concurrent_computation_calls)
-    status_read, status_write = os.pipe()
     try:
-      self._process: Optional[subprocess.Popen] = subprocess.Popen(
-          [
-              sys.executable, '-m', 'tff_robust.runtime.worker_launcher', f'--parent_pid={os.getpid()}',
-              f'--network={network_mode}', f'--status_fd={status_write}', f'--unix_socket={self._unix_socket}',
-              f'--port={self.port}', '--', self.binary, f'--port={self.port}',
-              f'--max_concurrent_computation_calls={concurrency}',
-          ],
-          stdin=subprocess.DEVNULL,
-          stdout=self._log_file,
-          stderr=subprocess.STDOUT,
-          close_fds=True,
-          pass_fds=(status_write,),
-          env=_environment_with_visible_gpus(visible_gpus),
+      self._process, status = worker_launcher.launch(
+          [self.binary, f'--port={self.port}', f'--max_concurrent_computation_calls={concurrency}'],
+          network=network_mode, port=self.port, unix_socket=self._unix_socket, stdout=self._log_file,
+          stderr=subprocess.STDOUT, env=_environment_with_visible_gpus(visible_gpus),
       )
-    finally:
-      os.close(status_write)
+    except TimeoutError:  # the launcher was killed
+      self._log_file.close()
+      shutil.rmtree(self._private_dir, ignore_errors=True)
+      raise
     atexit.register(self.stop)
-    try:
-      status = self._read_launcher_status(status_read)
-    finally:
-      os.close(status_read)
+    if not status:
+      self.check_running()
+      raise RuntimeError(f'TFF worker launcher closed its status pipe without a status; log: {self.log_path}')
     outcome, _, reason = status.partition(' ')
     if network_mode == worker_launcher.EXPOSE:
       reason = "network_isolation='off'"
@@ -204,22 +194,6 @@ class LocalWorker:
       )
     if not self.network_isolated:
       _warn_exposed_once(self.port, reason)
-
-  def _read_launcher_status(self, status_read: int) -> str:
-    """The launcher's one status line (see `worker_launcher`), or RuntimeError if it exits without one."""
-    deadline = time.monotonic() + _WORKER_START_TIMEOUT_SECONDS
-    received = b''
-    while not received.endswith(b'\n'):
-      if time.monotonic() > deadline:
-        self.stop()
-        raise TimeoutError(f'TFF worker launcher gave no status after {_WORKER_START_TIMEOUT_SECONDS}s')
-      if select.select([status_read], [], [], 0.05)[0]:
-        chunk = os.read(status_read, 4096)
-        if not chunk:
-          self.check_running()
-          raise RuntimeError(f'TFF worker launcher closed its status pipe without a status; log: {self.log_path}')
-        received += chunk
-    return received.decode().strip()
 
   @property
   def address(self) -> str:
@@ -303,13 +277,21 @@ class _WorkerExitInterceptor(grpc.UnaryUnaryClientInterceptor):
     return outcome
 
 
-def _wait_until_ready(stub, worker: Optional[LocalWorker], address: str) -> None:
+def _wait_until_ready(stub, channel, address: str, *, worker: Optional[LocalWorker] = None, tls: bool = False):
+  """Waits until `stub`'s `channel` is ready, or TimeoutError with gRPC's reason; a TLS channel whose handshake
+  fails raises `worker_channels.WorkerCertificateError` at once (`worker_channels.check_handshake`)."""
   deadline = time.monotonic() + _WORKER_START_TIMEOUT_SECONDS
   while not stub.is_ready:
     if worker is not None:
       worker.check_running()
+    if tls:
+      worker_channels.check_handshake(channel, address)
     if time.monotonic() > deadline:
-      raise TimeoutError(f'TFF executor service at {address} not ready after {_WORKER_START_TIMEOUT_SECONDS}s')
+      failure = worker_channels.connection_failure(channel)
+      if failure is None:  # it connected just now
+        return
+      raise TimeoutError(f'TFF executor service at {address} not ready after {_WORKER_START_TIMEOUT_SECONDS}s '
+                         f'({failure})')
     time.sleep(0.05)
 
 
@@ -364,21 +346,35 @@ def local_worker_context(
   A call that fails because `worker` has exited raises `WorkerExited` (see the module docstring).
   """
   channel = grpc.intercept_channel(
-      grpc.insecure_channel(worker.address, _GRPC_CHANNEL_OPTIONS), _WorkerExitInterceptor(worker)
+      worker_channels.open_channel(worker.address), _WorkerExitInterceptor(worker)
   )
   stub = tff.framework.RemoteExecutorGrpcStub(channel)
-  _wait_until_ready(stub, worker, worker.address)
+  _wait_until_ready(stub, channel, worker.address, worker=worker)
   return _make_context(stub, default_num_clients, optimize_graphs)
 
 
-def _ready_stub(address: str):
-  stub = tff.framework.RemoteExecutorGrpcStub(grpc.insecure_channel(address, _GRPC_CHANNEL_OPTIONS))
-  _wait_until_ready(stub, None, address)
+def _ready_stub(address: str, credentials: Optional[worker_tls.ClientCredentials] = None):
+  channel = worker_channels.open_channel(address, credentials)
+  stub = tff.framework.RemoteExecutorGrpcStub(channel)
+  try:
+    _wait_until_ready(stub, channel, address, tls=credentials is not None)
+  except BaseException:
+    channel.close()  # or gRPC goes on reconnecting in the background
+    raise
   return stub
 
 
-def set_remote_execution_context(addresses: Sequence[str], *, default_num_clients: int = 0) -> None:
+def set_remote_execution_context(
+    addresses: Sequence[str], *, default_num_clients: int = 0, credentials_dir: Optional[str] = None,
+) -> None:
   """Runs every TFF computation on the executor services at `addresses` (`host:port`, already started).
+
+  `credentials_dir`: mutual TLS with workers started with `worker_service --tls_*`: a directory holding `ca.pem`
+  (the authority that signed the workers' certificates), `client.pem` and `client.key` (this driver's certificate,
+  signed by the authority of the workers' `--tls_client_ca`), e.g. `driver/` of `scripts/make_test_certificates.sh`.
+  A file that cannot serve raises ValueError naming it; a worker whose certificate does not verify (or names
+  another host than its address), or that refuses this driver's, raises `worker_channels.WorkerCertificateError`
+  naming its address. None: plain gRPC (a worker on loopback or behind an SSH tunnel).
 
   Each invocation's clients are split into `len(addresses)` contiguous shards, one per worker, and every
   computation is evaluated by `composing_context.ComposingContext`: client work and each aggregation pass on
@@ -389,7 +385,8 @@ def set_remote_execution_context(addresses: Sequence[str], *, default_num_client
   global _context_installed
   if not addresses:
     raise ValueError('addresses must name at least one TFF worker (host:port)')
-  stubs = [_ready_stub(address) for address in addresses]
+  credentials = None if credentials_dir is None else worker_tls.client_credentials(credentials_dir, 'credentials_dir')
+  stubs = [_ready_stub(address, credentials) for address in addresses]
   _context_installed = True
   tff.framework.set_default_context(composing_context.ComposingContext(
       stubs, compile_for_simulation, default_num_clients=default_num_clients,

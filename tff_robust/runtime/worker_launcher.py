@@ -1,9 +1,10 @@
 """Starts TFF's C++ `worker_binary` so that it dies with its launching process and, by default, no host sees it.
 
-Usage (internal, by `execution_context`):
+Usage (internal: `launch()`, by `execution_context.LocalWorker` and `worker_service`):
 
   python -m tff_robust.runtime.worker_launcher --parent_pid=PID --network=isolate|isolate_or_expose|expose \
-      --status_fd=FD --unix_socket=PATH --port=PORT -- BINARY [ARGS...]
+      --status_fd=FD (--unix_socket=PATH | --listen_fd=FD [--tls_cert=C --tls_key=K --tls_client_ca=CA]) \
+      --port=PORT -- BINARY [ARGS...]
 
 Dying with the parent: the launcher asks Linux to SIGKILL it when its parent dies (`PR_SET_DEATHSIG`), then
 replaces itself with the worker binary (the death signal survives `execve`). So even a parent killed with
@@ -21,6 +22,11 @@ each accepted stream to the worker's `127.0.0.1:PORT`. Filesystem sockets are fo
 namespace, which is what lets the relay bridge the two. The relay is the worker's child with its own death
 signal, so it never outlives the worker.
 
+`--listen_fd=FD` (`worker_service`) gives the relay a listening TCP socket instead, bound by the caller in the
+host's namespace: a socket keeps the namespace it was created in, so the relay accepts connections from the
+host's network there and connects each to the worker's port in its own namespace, one hop. With the `--tls_*`
+files the relay accepts only mutual-TLS connections from clients that the CA signed (`tls_relay`).
+
 `--network=isolate_or_expose` falls back to the plain binary when namespaces cannot be created (e.g. a
 container whose seccomp profile forbids `unshare`, or a kernel with unprivileged user namespaces disabled);
 `--network=expose` never tries. The launcher reports what it did as one line on `--status_fd` before the
@@ -34,12 +40,19 @@ import ctypes
 import errno
 import fcntl
 import os
+import select
 import signal
 import socket
+import ssl
 import struct
+import subprocess
 import sys
 import threading
 import time
+from typing import NamedTuple, Optional, Sequence
+
+from tff_robust.runtime import tls_relay
+from tff_robust.runtime import worker_tls
 
 _PR_SET_DEATHSIG = 1
 _CLONE_NEWUSER = 0x10000000
@@ -50,6 +63,7 @@ _IFF_UP = 0x1
 _IFREQ_FLAGS = struct.Struct('16sH22x')  # struct ifreq: interface name, then the flags in a 24-byte union
 _RELAY_BUFFER_BYTES = 1 << 20
 _RELAY_CONNECT_TIMEOUT_SECONDS = 60.0
+_STATUS_TIMEOUT_SECONDS = 60.0
 
 ISOLATE = 'isolate'
 ISOLATE_OR_EXPOSE = 'isolate_or_expose'
@@ -163,6 +177,8 @@ def _relay(listener: socket.socket, port: int) -> None:
   """Forever: accepts a stream on `listener` and joins it to a new connection to the worker's port."""
   while True:
     client, _ = listener.accept()
+    if client.family != socket.AF_UNIX:
+      client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
       worker = _connect_to_worker(port)
     except OSError:
@@ -183,13 +199,17 @@ def _listen(unix_socket: str) -> socket.socket:
   return listener
 
 
-def _fork_relay(listener: socket.socket, port: int) -> None:
-  """Forks the relay from `listener` to the worker's loopback port; returns in the (future worker) parent."""
+def _fork_relay(listener: socket.socket, port: int, tls_context: Optional[ssl.SSLContext]) -> None:
+  """Forks the relay from `listener` to the worker's loopback port (TLS-terminating with `tls_context`); returns in
+  the (future worker) parent."""
   worker_pid = os.getpid()
   if os.fork() == 0:
     try:
       die_with_parent(worker_pid)
-      _relay(listener, port)
+      if tls_context is None:
+        _relay(listener, port)
+      else:
+        tls_relay.serve_forever(listener, port, tls_context)
     finally:
       os._exit(1)  # pylint: disable=protected-access
   listener.close()
@@ -200,16 +220,31 @@ def _parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument('--parent_pid', type=int, required=True)
   parser.add_argument('--network', choices=(ISOLATE, ISOLATE_OR_EXPOSE, EXPOSE), required=True)
   parser.add_argument('--status_fd', type=int, required=True)
-  parser.add_argument('--unix_socket', required=True)
+  relay_listener = parser.add_mutually_exclusive_group(required=True)
+  relay_listener.add_argument('--unix_socket')
+  relay_listener.add_argument('--listen_fd', type=int)
+  parser.add_argument('--tls_cert')
+  parser.add_argument('--tls_key')
+  parser.add_argument('--tls_client_ca')
   parser.add_argument('--port', type=int, required=True)
   parser.add_argument('binary_and_args', nargs='+')
   return parser.parse_args(argv[1:])
+
+
+def _tls_context(args: argparse.Namespace) -> Optional[ssl.SSLContext]:
+  files = (args.tls_cert, args.tls_key, args.tls_client_ca)
+  return None if files == (None, None, None) else worker_tls.server_context(*files)
 
 
 def main(argv: list[str]) -> None:
   """Enters a private network namespace (unless told to expose), reports the outcome on the status pipe, then execs the
   worker binary (the module docstring)."""
   args = _parse(argv)
+  try:
+    tls_context = _tls_context(args)  # read before a user namespace could change how the files' owners look
+  except ValueError as error:
+    _report(args.status_fd, f'refused {error}')
+    raise SystemExit(1) from None
   status = 'exposed not asked to isolate'
   if args.network != EXPOSE:
     try:
@@ -227,11 +262,74 @@ def main(argv: list[str]) -> None:
       _report(args.status_fd, f'refused the private network namespace has no usable loopback ({error})')
       raise SystemExit(1) from None
   die_with_parent(args.parent_pid)  # after unshare: a namespace change must not reset the death signal
-  listener = _listen(args.unix_socket) if status == 'isolated' else None
+  if args.listen_fd is not None:
+    listener = socket.socket(fileno=args.listen_fd)
+  else:
+    listener = _listen(args.unix_socket) if status == 'isolated' else None
   _report(args.status_fd, status)  # closes the status pipe before the fork: only the Python side holds it
   if listener is not None:
-    _fork_relay(listener, args.port)
+    _fork_relay(listener, args.port, tls_context)
   os.execv(args.binary_and_args[0], args.binary_and_args)
+
+
+class Launched(NamedTuple):
+  """A launcher started by `launch`: its process (the worker binary once started) and its status line."""
+  process: subprocess.Popen
+  status: str  # 'isolated', 'exposed REASON' or 'refused REASON'; '' if it exited without saying
+
+
+def launch(
+    binary_and_args: Sequence[str], *, network: str, port: int, unix_socket: Optional[str] = None,
+    listener: Optional[socket.socket] = None, tls_files: Optional[Sequence[str]] = None, **popen_arguments,
+) -> Launched:
+  """Starts `binary_and_args` (a worker listening on `port`) through this launcher, which dies with this process,
+  and waits for its status line (see the module docstring).
+
+  The relay listens on `unix_socket` (a new filesystem socket), or accepts on `listener` (a listening TCP socket of
+  this process's network namespace, with the TLS files `tls_files` = (certificate, key, client CA) if given).
+  `network`: ISOLATE, ISOLATE_OR_EXPOSE or EXPOSE (only with `unix_socket`). `popen_arguments` go to
+  `subprocess.Popen` (output, environment). Raises TimeoutError (the launcher killed) if no status comes in time.
+  """
+  status_read, status_write = os.pipe()
+  inherited = [status_write]
+  relay_arguments = [f'--unix_socket={unix_socket}']
+  if listener is not None:
+    inherited.append(listener.fileno())
+    relay_arguments = [f'--listen_fd={listener.fileno()}']
+    relay_arguments += [f'--{name}={path}' for name, path in zip(('tls_cert', 'tls_key', 'tls_client_ca'),
+                                                                 tls_files or ())]
+  try:
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'tff_robust.runtime.worker_launcher', f'--parent_pid={os.getpid()}',
+         f'--network={network}', f'--status_fd={status_write}', *relay_arguments, f'--port={port}', '--',
+         *binary_and_args],
+        stdin=subprocess.DEVNULL, close_fds=True, pass_fds=inherited, **popen_arguments,
+    )
+  finally:
+    os.close(status_write)
+  try:
+    return Launched(process, _read_status(status_read))
+  except TimeoutError:
+    process.kill()
+    process.wait()
+    raise
+  finally:
+    os.close(status_read)
+
+
+def _read_status(status_read: int) -> str:
+  """The launcher's one status line, or '' if it closes the pipe without one."""
+  deadline = time.monotonic() + _STATUS_TIMEOUT_SECONDS
+  received = b''
+  while not received.endswith(b'\n'):
+    if time.monotonic() > deadline:
+      raise TimeoutError(f'TFF worker launcher gave no status after {_STATUS_TIMEOUT_SECONDS}s')
+    if select.select([status_read], [], [], 0.05)[0]:
+      chunk = os.read(status_read, 4096)
+      if not chunk:
+        return ''
+      received += chunk
+  return received.decode().strip()
 
 
 if __name__ == '__main__':

@@ -1,30 +1,47 @@
 r"""Serves TFF's C++ executor service (`worker_binary`) on a port, in the foreground, for remote runs.
 
-    python -m tff_robust.runtime.worker_service --port=8000 [--gpus=auto|none|0,1] \
-        [--max_concurrent_computation_calls=N] [--worker_binary=PATH]
+    python -m tff_robust.runtime.worker_service --port=8000 [--listen=ADDRESS] \
+        [--tls_cert=server.pem --tls_key=server.key --tls_client_ca=client_ca.pem | --insecure_listen] \
+        [--gpus=auto|none|0,1] [--max_concurrent_computation_calls=N] [--worker_binary=PATH]
 
 then, on the machine that drives training:
 
-    python -m experiments.train --tff_worker_address=HOST:8000 ...
+    python -m experiments.train --tff_worker_address=HOST:8000 [--tff_worker_credentials=DIR] ...
 
-The process replaces itself with the worker binary (same pid, so stopping this process stops the worker):
-`--worker_binary`, else $TFF_ROBUST_WORKER_BINARY, else the one shipped in the TFF wheel, which is built without
-CUDA, so that with it client computations run on this host's CPU cores (`gpu_placement`; `--gpus=auto` says so
-in one line, `--gpus=0` is refused). A worker built from TFF's source with CUDA is how a GPU serves.
+Why it is built this way. TFF 0.87's `worker_binary` listens on every network interface and serves unauthenticated,
+unencrypted gRPC: whoever reaches its port runs any TensorFlow graph, file reads and writes included, as this user.
+So the service starts the binary in a private network namespace that has only a loopback interface (the local
+worker's `worker_launcher`, which makes it die with this process), and a relay forked beside it accepts on
+`--listen` (127.0.0.1 unless told otherwise, i.e. this host only) in the host's network:
 
-Security: the binary listens on every network interface (TFF 0.87 cannot bind it to one address) and serves
-unauthenticated, unencrypted gRPC; whoever reaches the port can run any TensorFlow graph (file reads and writes
-included) as this user. The service says so in one line when it starts. Run it only where no one else can reach
-the port: a private network, or a firewall rule admitting only the driving machine, or behind an SSH tunnel
-(`ssh -N -L 8000:localhost:8000 compute-host` on the driver, then `--tff_worker_address=localhost:8000`), as
-the guide "Where clients run" (docs/guides/where_clients_run.md) shows.
+- By default (127.0.0.1, no TLS) only this host's processes can connect, every local user's included; from another
+  host, through an SSH tunnel (`ssh -N -L 8000:localhost:8000 compute-host` on the driver, then
+  `--tff_worker_address=localhost:8000`), with no firewall rule.
+- With `--tls_cert`, `--tls_key` and `--tls_client_ca` the relay speaks mutual TLS (`tls_relay`): it presents the
+  certificate and accepts only clients whose certificate the client CA signed; the driver checks the worker's
+  certificate against its own CA (`--tff_worker_credentials`). Every refused connection is logged in one line.
+- `--listen` on an address other hosts can reach without TLS needs `--insecure_listen`, and the service warns.
+- Where the kernel refuses a network namespace (some containers), the service refuses to start, naming
+  `--network_isolation=off`, which serves the binary itself on every interface as TFF does (with the warning).
 
-A bad flag is refused with one line on stderr naming it, exit status 2 (as `experiments.train` does). Nothing
-here imports TensorFlow unless `--gpus` must count the GPUs of a worker that can use them.
+The guide "Where clients run" (docs/guides/where_clients_run.md) shows the set-up and what each way protects against.
+
+Workers: `--worker_binary`, else $TFF_ROBUST_WORKER_BINARY, else the one shipped in the TFF wheel, which is built
+without CUDA, so that with it client computations run on this host's CPU cores (`gpu_placement`; `--gpus=auto`
+says so in one line, `--gpus=0` is refused). A worker built from TFF's source with CUDA is how a GPU serves.
+SIGTERM, SIGINT or SIGHUP stops the worker and then the service (the worker also dies if the service is killed).
+
+A bad flag is refused with one line on stderr naming it, exit status 2 (as `experiments.train` does): a missing,
+unreadable or non-PEM certificate, a key that does not match its certificate, an exposed `--listen` without TLS or
+`--insecure_listen`. Nothing here imports TensorFlow unless `--gpus` must count the GPUs of a worker that can.
 """
 
+import ipaddress
 import os
+import signal
+import socket
 import sys
+from typing import NoReturn, Optional
 
 from absl import app
 from absl import flags
@@ -33,8 +50,30 @@ from absl import logging
 from tff_robust.command_line import finite_flags
 from tff_robust.runtime import gpu_placement
 from tff_robust.runtime import worker_binaries
+from tff_robust.runtime import worker_launcher
+from tff_robust.runtime import worker_tls
 
 _PORT = flags.DEFINE_integer('port', 8000, 'Port to serve on, in [1, 65535].', lower_bound=1, upper_bound=65535)
+_LISTEN = flags.DEFINE_string(
+    'listen', '127.0.0.1',
+    'Address to accept connections on: 127.0.0.1 (this host only; other hosts through an SSH tunnel), an '
+    'interface\'s address, or 0.0.0.0 (every interface). Other hosts need TLS (--tls_*) or --insecure_listen.',
+)
+_TLS_CERT = flags.DEFINE_string('tls_cert', None, 'PEM certificate the worker presents (mutual TLS, with --tls_key '
+                                'and --tls_client_ca; scripts/make_test_certificates.sh makes a test set).')
+_TLS_KEY = flags.DEFINE_string('tls_key', None, 'PEM private key of --tls_cert (unencrypted).')
+_TLS_CLIENT_CA = flags.DEFINE_string(
+    'tls_client_ca', None, 'PEM certificate(s) of the authority that signs the drivers\' client certificates: '
+    'any other connection is refused (and logged).')
+_INSECURE_LISTEN = flags.DEFINE_bool(
+    'insecure_listen', False,
+    'Allow a --listen address other hosts can reach without TLS: anyone who connects can run code as this user.',
+)
+_NETWORK_ISOLATION = flags.DEFINE_enum(
+    'network_isolation', 'required', ['required', 'off'],
+    'required: the worker runs in a private network namespace behind the --listen relay, or the service refuses to '
+    'start; off: TFF\'s worker_binary itself listens on every interface, unauthenticated (no --listen, no TLS).',
+)
 _GPUS = flags.DEFINE_string(
     'gpus', gpu_placement.AUTO,
     "GPUs the worker may use: 'auto', 'none' or '0,1' (TFF's PyPI worker has no CUDA: CPU only).",
@@ -51,9 +90,114 @@ _WORKER_BINARY = flags.DEFINE_string(
 )
 
 _EXPOSURE_WARNING = (
-    'WARNING: this TFF worker is unauthenticated and reachable on every network interface (port {port}): '
-    'anyone who can connect can run code as this user; firewall the port or reach it through an SSH tunnel.'
+    'WARNING: this TFF worker is unauthenticated and reachable on {where}: anyone who can connect can run code as '
+    'this user; firewall the port, serve it with --tls_* or reach it through an SSH tunnel.'
 )
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _tls_files() -> Optional[tuple[str, str, str]]:
+  """(cert, key, client CA) checked by `worker_tls.server_context`, or None without TLS; ValueError naming a flag."""
+  files = (_TLS_CERT.value, _TLS_KEY.value, _TLS_CLIENT_CA.value)
+  if files == (None, None, None):
+    return None
+  if None in files:
+    missing = ', '.join(flag for flag, path in zip(worker_tls.SERVER_FLAGS, files) if path is None)
+    raise ValueError(f'{", ".join(worker_tls.SERVER_FLAGS)} go together (mutual TLS): {missing} missing')
+  worker_tls.server_context(*files)
+  return files
+
+
+def _listen_address() -> tuple[str, bool]:
+  """(the IP address --listen names, whether it is a loopback address); ValueError naming the flag."""
+  try:
+    address = socket.getaddrinfo(_LISTEN.value, _PORT.value, type=socket.SOCK_STREAM)[0][4][0]
+  except (socket.gaierror, UnicodeError) as error:
+    raise ValueError(f'--listen={_LISTEN.value}: not an address of this host ({error})') from None
+  return address, ipaddress.ip_address(address).is_loopback
+
+
+def _check_exposure(is_loopback: bool, tls: bool) -> None:
+  """Refuses (ValueError naming the flag) what would expose the unauthenticated worker without being asked to."""
+  if _NETWORK_ISOLATION.value == 'off':
+    given = [f'--{name}' for name in ('listen', 'tls_cert', 'tls_key', 'tls_client_ca', 'insecure_listen')
+             if flags.FLAGS[name].present]
+    if given:
+      raise ValueError(f'--network_isolation=off serves TFF\'s worker_binary itself on every interface without TLS: '
+                       f'it takes no {", ".join(given)}')
+  elif not is_loopback and not tls and not _INSECURE_LISTEN.value:
+    raise ValueError(
+        f'--listen={_LISTEN.value} lets other hosts reach the worker, whose gRPC is unauthenticated: give '
+        f'--tls_cert, --tls_key and --tls_client_ca (mutual TLS), or --insecure_listen to accept that anyone who '
+        f'connects can run code as this user')
+
+
+def _endpoint(address: str) -> str:
+  return f'[{address}]:{_PORT.value}' if ':' in address else f'{address}:{_PORT.value}'
+
+
+def _bind(address: str) -> socket.socket:
+  family = socket.AF_INET6 if ':' in address else socket.AF_INET
+  try:
+    return socket.create_server((address, _PORT.value), family=family, backlog=128)
+  except OSError as error:
+    finite_flags.refuse(f'--listen={_LISTEN.value} --port={_PORT.value}: cannot listen on {_endpoint(address)} '
+                        f'({error.strerror or error})')
+
+
+def _who_can_connect(address: str, is_loopback: bool, tls: bool) -> str:
+  if tls:
+    return (f'mutual TLS: only clients with a certificate signed by --tls_client_ca={_TLS_CLIENT_CA.value}; each '
+            'connection is logged here')
+  if is_loopback:
+    return ('unauthenticated, this host only: any user of this host can connect and run code as this user; other '
+            f'hosts through an SSH tunnel (ssh -N -L {_PORT.value}:localhost:{_PORT.value} THIS_HOST) or with --tls_*')
+  where = f'every network interface (port {_PORT.value})' if ipaddress.ip_address(address).is_unspecified else \
+      _endpoint(address)
+  return _EXPOSURE_WARNING.format(where=where)
+
+
+def _serve_exposed(binary: str, concurrency: int) -> NoReturn:
+  """TFF's way (`--network_isolation=off`): this process becomes the binary, listening on every interface."""
+  print(f'TFF worker serving on port {_PORT.value} of every interface (pid {os.getpid()}): {binary}',
+        file=sys.stderr, flush=True)
+  print(_EXPOSURE_WARNING.format(where=f'every network interface (port {_PORT.value})'), file=sys.stderr, flush=True)
+  os.execv(binary, [binary, f'--port={_PORT.value}', f'--max_concurrent_computation_calls={concurrency}'])
+
+
+def _serve_isolated(binary: str, concurrency: int, address: str, is_loopback: bool, tls_files) -> NoReturn:
+  """Starts the worker in a private network namespace behind the relay on `address`; waits for it to end."""
+  listener = _bind(address)
+  launched = worker_launcher.launch(
+      [binary, f'--port={_PORT.value}', f'--max_concurrent_computation_calls={concurrency}'],
+      network=worker_launcher.ISOLATE, port=_PORT.value, listener=listener, tls_files=tls_files,
+  )
+  listener.close()  # the relay holds it: once the relay is gone, connections are refused, not left waiting
+  outcome, _, reason = launched.status.partition(' ')
+  if outcome != 'isolated':
+    launched.process.wait()
+    finite_flags.refuse(
+        f'the worker cannot run in a private network namespace here ({reason or "the launcher ended"}); '
+        '--network_isolation=off serves TFF\'s worker_binary without one, on every interface, unauthenticated')
+  worker = launched.process
+  print(f'TFF worker serving on {_endpoint(address)} (pid {worker.pid}, in a private network namespace): {binary}',
+        file=sys.stderr, flush=True)
+  print(_who_can_connect(address, is_loopback, tls_files is not None), file=sys.stderr, flush=True)
+  stopped_by = []
+
+  def stop(signal_number, frame):
+    del frame
+    stopped_by.append(signal_number)
+    worker.terminate()
+
+  for signal_number in _STOP_SIGNALS:
+    signal.signal(signal_number, stop)
+  status = worker.wait()
+  if stopped_by:
+    sys.exit(128 + stopped_by[0])
+  how = f'was killed by signal {-status}' if status < 0 else f'exited with status {status}'
+  print(f'the TFF worker (pid {worker.pid}) {how}', file=sys.stderr, flush=True)
+  sys.exit(128 - status if status < 0 else status)
 
 
 def main(argv: list[str]) -> None:
@@ -67,14 +211,17 @@ def main(argv: list[str]) -> None:
   try:
     binary = worker_binaries.resolve(_WORKER_BINARY.value, name='--worker_binary')
     visible_gpus = gpu_placement.visible_gpus_setting(_GPUS.value, binary)
+    tls_files = _tls_files()
+    address, is_loopback = _listen_address()
+    _check_exposure(is_loopback, tls_files is not None)
   except ValueError as error:
     finite_flags.refuse(error)
   if visible_gpus is not None:
     os.environ['CUDA_VISIBLE_DEVICES'] = visible_gpus
-  print(f'TFF worker serving on port {_PORT.value} (pid {os.getpid()}): {binary}', file=sys.stderr, flush=True)
-  print(_EXPOSURE_WARNING.format(port=_PORT.value), file=sys.stderr, flush=True)
   concurrency = gpu_placement.client_concurrency(_MAX_CONCURRENT_COMPUTATION_CALLS.value)
-  os.execv(binary, [binary, f'--port={_PORT.value}', f'--max_concurrent_computation_calls={concurrency}'])
+  if _NETWORK_ISOLATION.value == 'off':
+    _serve_exposed(binary, concurrency)
+  _serve_isolated(binary, concurrency, address, is_loopback, tls_files)
 
 
 if __name__ == '__main__':

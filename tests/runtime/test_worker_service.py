@@ -1,0 +1,139 @@
+"""`worker_service`'s flags (each bad one refused in one line naming it) and mutual TLS as the driver sees it.
+
+Who can reach a service from another network namespace is `test_worker_service_reach.py`'s.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import pytest
+import tensorflow_federated as tff
+
+from tests.runtime import worker_services
+from tff_robust.runtime import execution_context
+from tff_robust.runtime import worker_channels
+
+
+@pytest.fixture(scope='module')
+def certificates(tmp_path_factory):
+  """{'ours': a test cluster's certificates for the name localhost only, 'theirs': another cluster's}."""
+  root = tmp_path_factory.mktemp('certificates')
+  return {name: worker_services.make_certificates(root / name, 'localhost') for name in ('ours', 'theirs')}
+
+
+def _one_line_refusal(result, *fragments) -> str:
+  assert result.returncode == 2, result.stderr[-3000:]
+  lines = result.stderr.splitlines()
+  assert len(lines) == 1, result.stderr[-3000:]
+  assert lines[0].startswith('error: ') and all(fragment in lines[0] for fragment in fragments), lines[0]
+  return lines[0]
+
+
+def test_bad_certificate_flags_are_refused_in_one_line_naming_the_flag(certificates, tmp_path):
+  cert, key, client_ca = worker_services.tls_flags(certificates['ours'])
+  _, their_key, _ = worker_services.tls_flags(certificates['theirs'])
+  missing = tmp_path / 'no_such.pem'
+  _one_line_refusal(worker_services.run(f'--tls_cert={missing}', key, client_ca),
+                    f'--tls_cert={missing}: cannot read it (No such file or directory)')
+  _one_line_refusal(worker_services.run(f'--tls_cert={tmp_path}', key, client_ca),  # unreadable as a file
+                    f'--tls_cert={tmp_path}: cannot read it (Is a directory)')
+  _one_line_refusal(worker_services.run(cert, their_key, client_ca), 'does not match --tls_cert=')
+  _one_line_refusal(worker_services.run(cert, key, f'--tls_client_ca={certificates["ours"]}/worker/server.key'),
+                    '--tls_client_ca=', 'holds no PEM certificate')
+  _one_line_refusal(worker_services.run(cert, key), 'go together', '--tls_client_ca missing')
+
+
+def test_an_exposed_listen_address_needs_tls_or_insecure_listen(certificates):
+  line = _one_line_refusal(worker_services.run('--listen=0.0.0.0'), '--listen=0.0.0.0', '--insecure_listen')
+  assert '--tls_cert' in line
+  _one_line_refusal(worker_services.run('--network_isolation=off', *worker_services.tls_flags(certificates['ours'])),
+                    '--network_isolation=off', '--tls_cert')
+
+
+def test_where_namespaces_are_refused_the_service_refuses_naming_the_flag_that_accepts_exposure():
+  # A user namespace with no id mapping may create no namespace: as a kernel or container that forbids them.
+  if shutil.which('unshare') is None or subprocess.run(['unshare', '--user', 'true']).returncode != 0:
+    pytest.skip('cannot start a process without the right to create namespaces (`unshare --user` fails)')
+  result = subprocess.run(['unshare', '--user', *worker_services.SERVICE_COMMAND, '--gpus=none'],
+                          cwd=worker_services.REPO, capture_output=True, text=True, timeout=120)
+  line = _one_line_refusal(result, 'private network namespace', '--network_isolation=off')
+  assert re.search(r'\(.*(Operation not permitted|Invalid argument).*\)', line), line
+
+
+@tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS))
+def _mean(values):
+  return tff.federated_mean(values)
+
+
+@pytest.fixture(scope='module')
+def tls_service(certificates, tmp_path_factory):
+  """A service on 127.0.0.1 speaking mutual TLS with the 'ours' certificates; stopped after (and checked)."""
+  refusal = worker_services.private_network_refusal()
+  if refusal:
+    pytest.skip(f'no private network namespace here: {refusal}')
+  log = tmp_path_factory.mktemp('service') / 'service.log'
+  service = worker_services.Service(log, *worker_services.tls_flags(certificates['ours'])).wait_until_serving()
+  worker = service.worker_pid()
+  yield service
+  assert service.stop() == 128 + 15  # SIGTERM stopped the worker, then the service
+  assert not os.path.exists(f'/proc/{worker}'), 'the worker outlived its service'
+
+
+def _remote_mean(address, credentials_dir):
+  previous = tff.framework.get_context_stack().current
+  try:
+    execution_context.set_remote_execution_context([address], credentials_dir=credentials_dir)
+    return _mean([1.0, 2.0, 6.0])
+  finally:
+    tff.framework.set_default_context(previous)
+
+
+def test_a_driver_with_the_clusters_credentials_runs_on_a_tls_worker(tls_service, certificates):
+  assert _remote_mean(f'localhost:{tls_service.port}', f'{certificates["ours"]}/driver') == pytest.approx(3.0)
+  (accepted,) = tls_service.lines('accepted a connection')
+  assert 'tff_robust driver' in accepted  # the subject of the client certificate, logged
+
+
+def _refused_by_driver(address, credentials_dir) -> str:
+  start = time.monotonic()
+  with pytest.raises(worker_channels.WorkerCertificateError) as refusal:
+    _remote_mean(address, credentials_dir)
+  assert time.monotonic() - start < 15  # at once, not after the 60 s wait for a worker to start
+  assert f'the TFF worker at {address}' in str(refusal.value)
+  return str(refusal.value)
+
+
+def test_a_driver_refuses_a_worker_whose_certificate_does_not_verify(tls_service, certificates, tmp_path):
+  trusting_another_ca = tmp_path / 'driver'
+  shutil.copytree(f'{certificates["ours"]}/driver', trusting_another_ca)
+  shutil.copy(f'{certificates["theirs"]}/ca.pem', trusting_another_ca / 'ca.pem')
+  assert 'CERTIFICATE_VERIFY_FAILED' in _refused_by_driver(f'localhost:{tls_service.port}', trusting_another_ca)
+  # The certificate names localhost only: dialled by another name, it does not prove who answers.
+  address = f'127.0.0.1:{tls_service.port}'
+  assert 'Peer name 127.0.0.1 is not in peer certificate' in _refused_by_driver(address, f'{certificates["ours"]}/driver')
+
+
+def test_a_tls_worker_refuses_a_client_certificate_of_another_ca_and_logs_why(tls_service, certificates, tmp_path):
+  with_their_certificate = tmp_path / 'driver'
+  shutil.copytree(f'{certificates["theirs"]}/driver', with_their_certificate)
+  shutil.copy(f'{certificates["ours"]}/ca.pem', with_their_certificate / 'ca.pem')  # it trusts the worker
+  logged_before = len(tls_service.lines('refused a connection'))
+  assert 'closed the connection during the TLS handshake' in _refused_by_driver(
+      f'localhost:{tls_service.port}', with_their_certificate)
+  refusals = tls_service.new_lines('refused a connection', logged_before)
+  assert refusals and all('CERTIFICATE_VERIFY_FAILED' in line for line in refusals), refusals
+
+
+def test_driver_credentials_that_cannot_serve_are_refused_by_name(certificates, tmp_path):
+  with pytest.raises(ValueError, match=f'^credentials_dir={tmp_path}: ca.pem: cannot read it'):
+    execution_context.set_remote_execution_context(['localhost:1'], credentials_dir=str(tmp_path))
+  mismatched = tmp_path / 'driver'
+  shutil.copytree(f'{certificates["ours"]}/driver', mismatched)
+  shutil.copy(f'{certificates["theirs"]}/driver/client.key', mismatched / 'client.key')
+  with pytest.raises(ValueError, match='client.key does not match client.pem'):
+    execution_context.set_remote_execution_context(['localhost:1'], credentials_dir=str(mismatched))
+

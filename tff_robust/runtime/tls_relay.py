@@ -1,0 +1,113 @@
+"""The mutual-TLS front of a network-isolated TFF worker: TLS in, the worker's plain gRPC out.
+
+TFF 0.87's `worker_binary` serves plain gRPC only. `worker_service --tls_cert=... --tls_key=... --tls_client_ca=...`
+starts it in a private network namespace (`worker_launcher`) and runs this relay beside it: the relay accepts on a
+socket of the host's network (bound before the namespace was entered), completes a TLS handshake in which the
+client must present a certificate that the client CA signed (`worker_tls.server_context`: ALPN `h2`, TLS >= 1.2),
+and only then opens a connection to the worker's port and copies the decrypted bytes both ways. A connection that
+fails the handshake (no certificate, another authority's, an expired one, plain text, nothing sent within
+`HANDSHAKE_TIMEOUT_SECONDS`) never reaches the worker and is logged in one line; an accepted one is logged with its
+certificate's subject.
+
+One asyncio event loop serves every connection: OpenSSL's connection objects must not be read and written from
+two threads at once, which the launcher's thread-per-direction relay for plain streams would do. The standard
+library's `ssl` does all cryptography.
+
+No TensorFlow here: the relay is forked by the worker launcher.
+"""
+
+import asyncio
+import socket
+import ssl
+import sys
+import time
+from typing import NoReturn
+
+HANDSHAKE_TIMEOUT_SECONDS = 10.0
+_WORKER_CONNECT_TIMEOUT_SECONDS = 60.0
+_CHUNK_BYTES = 1 << 20
+
+
+def log(line: str) -> None:
+  """One line on stderr (the service's), with the local time: what the relay accepted or refused."""
+  print(f'{time.strftime("%Y-%m-%d %H:%M:%S")} worker_service: {line}', file=sys.stderr, flush=True)
+
+
+def _endpoint(address) -> str:
+  host, port = address[:2]
+  return f'[{host}]:{port}' if ':' in host else f'{host}:{port}'
+
+
+def _subject(certificate: dict) -> str:
+  """'commonName=..., organizationName=...' of a certificate as `ssl` decodes it."""
+  return ', '.join(f'{key}={value}' for entry in certificate.get('subject', ()) for key, value in entry) or '(none)'
+
+
+async def _open_worker(port: int):
+  """Streams to the worker on this network namespace's loopback, waiting while the worker starts."""
+  deadline = time.monotonic() + _WORKER_CONNECT_TIMEOUT_SECONDS
+  while True:
+    try:
+      return await asyncio.open_connection('127.0.0.1', port, limit=_CHUNK_BYTES)
+    except ConnectionRefusedError:
+      if time.monotonic() > deadline:
+        raise
+      await asyncio.sleep(0.01)
+
+
+async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+  """Copies one direction until end of file or an error, then closes the other end (which ends the other copy)."""
+  try:
+    while chunk := await reader.read(_CHUNK_BYTES):
+      writer.write(chunk)
+      await writer.drain()
+  except OSError:
+    pass
+  finally:
+    writer.close()
+
+
+async def _handshake(connection: socket.socket, context: ssl.SSLContext):
+  """Streams over the TLS session of the accepted `connection`, once its handshake succeeded (OSError if not)."""
+  loop = asyncio.get_running_loop()
+  reader = asyncio.StreamReader(limit=_CHUNK_BYTES)
+  protocol = asyncio.StreamReaderProtocol(reader)
+  transport, _ = await loop.connect_accepted_socket(
+      lambda: protocol, connection, ssl=context, ssl_handshake_timeout=HANDSHAKE_TIMEOUT_SECONDS)
+  return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+
+
+async def _relay(connection: socket.socket, peer: str, port: int, context: ssl.SSLContext) -> None:
+  """Relays one accepted connection to the worker if its TLS handshake succeeds; logs what it did."""
+  try:
+    client_reader, client_writer = await _handshake(connection, context)
+  except OSError as error:  # ssl.SSLError, a timeout (ConnectionAbortedError saying so), the client hanging up
+    reason = (f'TLS handshake failed: {error}' if str(error) else
+              'the client closed the connection during the TLS handshake (does it trust this worker\'s certificate?)')
+    log(f'refused a connection from {peer}: {reason}')
+    return
+  log(f'accepted a connection from {peer} (client certificate {_subject(client_writer.get_extra_info("peercert"))})')
+  try:
+    worker_reader, worker_writer = await _open_worker(port)
+  except OSError as error:
+    log(f'closed the connection from {peer}: the worker is not reachable ({error})')
+    client_writer.transport.abort()
+    return
+  await asyncio.gather(_copy(client_reader, worker_writer), _copy(worker_reader, client_writer))
+
+
+async def _serve(listener: socket.socket, port: int, context: ssl.SSLContext) -> None:
+  loop = asyncio.get_running_loop()
+  listener.setblocking(False)
+  relays = set()  # the event loop keeps only weak references to tasks
+  while True:
+    connection, address = await loop.sock_accept(listener)
+    relay = asyncio.create_task(_relay(connection, _endpoint(address), port, context))
+    relays.add(relay)
+    relay.add_done_callback(relays.discard)
+
+
+def serve_forever(listener: socket.socket, port: int, context: ssl.SSLContext) -> NoReturn:
+  """Accepts TLS connections on `listener` (see the module docstring) and relays each to the worker's `port`."""
+  asyncio.run(_serve(listener, port, context))
+  raise AssertionError('the relay stopped serving')

@@ -27,6 +27,11 @@ the worker has exited raises `WorkerExited`, which TFF does not retry, so the co
 milliseconds. On remote workers, given by address, a call that finds its worker unreachable raises
 `composing_context.WorkerUnavailable` (of which `WorkerExited` is a kind) naming the address; the runner's
 checkpoints resume the run once the worker is back.
+
+Why one module of ~500 lines: the local worker's life (start, readiness, exit detection, stop at exit), the contexts
+built on it and the remote contexts share one piece of state, the installed context and its worker
+(`_local_worker`, `_context_installed`), which every entry point reads and `discard_tff_default_context` must see;
+the launcher, channels, TLS and composing pieces already live in modules of their own.
 """
 
 import atexit

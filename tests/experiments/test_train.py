@@ -159,12 +159,14 @@ def flag_values():
 
 def _refusal(flag_values, argv) -> str:
   """The message the runner refuses `argv` with before training: at parsing (absl's validators, then no float flag
-  NaN or infinite: `finite_flags.parse_checked`, as `experiments.train` parses) or in `train_program.check_settings`
-  (the checks that need the task or TensorFlow); '' if it accepts it."""
+  NaN or infinite: `finite_flags.parse_checked`, as `experiments.train` parses), in the check of the remote workers'
+  credentials (`experiments.train.check`, before TensorFlow) or in `train_program.check_settings` (the checks that
+  need the task or TensorFlow); '' if it accepts it."""
   from absl import flags  # pylint: disable=g-import-not-at-top
   from experiments import train_program  # pylint: disable=g-import-not-at-top
   try:
     finite_flags.parse_checked(argv, flag_values)
+    train_flags.check_remote_workers()
     train_program.check_settings(train_program.create_task())
   except (flags.Error, train_flags.Refusal) as error:
     return str(error)
@@ -237,6 +239,9 @@ def _refusal(flag_values, argv) -> str:
         ('--progress_bar=maybe', 'progress_bar'),
         ('--tff_worker_address=localhost', 'tff_worker_address'),
         ('--tff_worker_address=localhost:0', 'tff_worker_address'),
+        ('--tff_worker_address=localhost:1 --tff_worker_credentials=/no/such/directory',
+         '^--tff_worker_credentials=/no/such/directory: not a directory'),
+        ('--tff_worker_credentials=/tmp', '^--tff_worker_credentials is for remote workers'),
         ('--gpus=first', 'gpus'),
         ('--gpus=0,0', 'gpus'),
         ('--gpus=99', 'gpus'),  # more GPUs than any machine of ours has
@@ -342,9 +347,6 @@ def test_every_float_flag_refuses_nan_and_infinity_naming_the_flag(flag_values, 
 # Flags every value of which is valid: their type is the whole check (a missing cache directory is the
 # data loader's to report: TFF downloads into it).
 _FLAGS_WITHOUT_BAD_VALUES = frozenset({'data_cache_dir'})
-# Flags whose bad values the runner refuses after parsing, in `experiments.train` before TensorFlow (not in
-# `_refusal`'s path): tested through the runner in the file named.
-_FLAGS_REFUSED_BY_THE_RUNNER = {'tff_worker_credentials': 'tests/experiments/test_remote_workers.py'}
 
 
 def test_every_runner_flag_has_a_bad_value_test(flag_values):
@@ -355,7 +357,7 @@ def test_every_runner_flag_has_a_bad_value_test(flag_values):
   }
   defined = {flag.name for flag in train_flags.runner_flags(flag_values)}
   assert {'algorithm', 'gpus', 'tff_worker_address'} <= defined
-  assert defined - tested - _FLAGS_WITHOUT_BAD_VALUES - set(_FLAGS_REFUSED_BY_THE_RUNNER) == set()
+  assert defined - tested - _FLAGS_WITHOUT_BAD_VALUES == set()
   # Every float flag (by absl's own flag type) also has its NaN and +-inf tests.
   floats = {
       flag.name for flag in train_flags.runner_flags(flag_values) if flag.flag_type() == 'float'

@@ -4,7 +4,8 @@
 # RFA paper tunes gamma_0 and C (App. D.2.3: gamma_t = gamma_0 C^floor(t/t_0), grid search for a fixed horizon).
 # The paper's cohort, batch, local epochs and model are kept (the flagfiles). One run at a time (a worker uses both
 # cores), nice 19; a finished run (summary.json) is skipped, an unfinished one resumes from its newest checkpoint.
-#   RFA LSTM, 50 roles, cap 1500 windows a role a round, 80 rounds, t_0 = 20: gamma_0 in {0.32, 0.64, 1.28} x C in {1, 0.5}
+#   RFA LSTM, 50 roles, cap 1500 windows a role a round, 80 rounds, t_0 = 20: gamma_0 in {0.32, 0.64, 1.28} x C in {1, 0.5},
+#     and gamma_0 = 2.56 at C = 1
 #   Delta-FL GRU, 100 roles, cap 1500, 40 rounds, t_0 = 10: gamma_0 in {0.32, 0.64, 1.28} x C in {1, 0.5}
 #   then, at each task's best (gamma_0, C) by final validation accuracy: the same run with every window (no cap),
 #   to see what the cap costs.
@@ -34,16 +35,17 @@ _, _, lr, decay = best.parent.name.split('_')
 print(lr[2:], decay[5:])
 PY
 }
-for decay in 1 0.5; do
-  for lr in 0.32 0.64 1.28; do
-    run rfa_cap1500_lr${lr}_decay${decay} "${rfa[@]}" --max_client_examples=1500 --client_learning_rate=$lr --client_lr_decay=$decay
-  done
-done
-for decay in 1 0.5; do
-  for lr in 0.32 0.64 1.28; do
-    run dfl_cap1500_lr${lr}_decay${decay} "${dfl[@]}" --max_client_examples=1500 --client_learning_rate=$lr --client_lr_decay=$decay
-  done
-done
+# Order (changed 2026-11-28 after the three C = 1 RFA runs): the Delta-FL runs at C = 1 first (their cost and
+# learning are the larger unknown), then RFA at C = 0.5, then gamma_0 = 2.56 at C = 1 (1.28 was the best of the
+# first three, at the grid's edge), then Delta-FL at C = 0.5.
+rfa_run() { run rfa_cap1500_lr$1_decay$2 "${rfa[@]}" --max_client_examples=1500 --client_learning_rate=$1 --client_lr_decay=$2; }
+dfl_run() { run dfl_cap1500_lr$1_decay$2 "${dfl[@]}" --max_client_examples=1500 --client_learning_rate=$1 --client_lr_decay=$2; }
+for lr in 0.32 0.64 1.28; do rfa_run $lr 1; done
+rfa_run 0.32 0.5
+for lr in 0.32 0.64 1.28; do dfl_run $lr 1; done
+for lr in 0.64 1.28; do rfa_run $lr 0.5; done
+rfa_run 2.56 1
+for lr in 0.32 0.64 1.28; do dfl_run $lr 0.5; done
 read lr decay < <(best rfa)
 run rfa_nocap_lr${lr}_decay${decay} "${rfa[@]}" --client_learning_rate=$lr --client_lr_decay=$decay
 read lr decay < <(best dfl)

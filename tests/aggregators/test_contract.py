@@ -13,7 +13,9 @@ arithmetic inside shows):
              reflection about c (Krum and Bulyan break ties by client index, so they do not).
   outlier    six clients at x and one far away, equal weights: x, for the gather-based robust rules.
   zero       every weight is 0: zero (the secure quantile keeps its initial estimate, 0).
-Norm clipping returns the weighted mean of the clipped points instead. The unweighted sign-vote factories,
+Norm clipping, and norm bounding with weak DP at noise 0, return the weighted mean of the clipped points instead;
+the robust learning rate before a mean returns that mean with its flips (`core.rlr`); FLAME at noise 0 returns
+the location. The unweighted sign-vote factories,
 whose value is a <signs, (weights,) seed> structure, take float32 signs only and must refuse the others.
 A process is traced once per (factory, type signature) and runs all its cases (TFF tracing costs about a
 second per computation): the value types run with float32 weights, the weight types with float32 values,

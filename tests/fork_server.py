@@ -175,6 +175,23 @@ def run(module: str, args, *, cwd, env, timeout: Optional[float] = None) -> subp
   return _server.run(module, args, cwd=cwd, env=env, timeout=timeout)
 
 
+def python_m(module: str, args, *, cwd: str = REPO, timeout: Optional[float] = 600) -> subprocess.CompletedProcess:
+  """What `subprocess.run([sys.executable, '-m', module, *args], cwd=cwd, capture_output=True, text=True,
+  timeout=timeout)` gives, with the test process's environment: forked from the session's server when `enabled()`
+  (no 5-9 s of TensorFlow imports per run), else a fresh interpreter.
+
+  A forked child that died by SIGSEGV (a fork of a multi-threaded process can, rarely: NOTES.md) runs once more in a
+  fresh interpreter; the experiment binaries resume what the crashed run wrote. Tests of what happens before or
+  during imports, or with another environment, start their own interpreter.
+  """
+  if enabled():
+    result = run(module, list(args), cwd=cwd, env=os.environ, timeout=timeout)
+    if result.returncode != -signal.SIGSEGV:
+      return result
+  return subprocess.run([sys.executable, '-m', module, *args], cwd=cwd, capture_output=True, text=True,
+                        timeout=timeout, stdin=subprocess.DEVNULL)
+
+
 # The server side.
 
 

@@ -12,8 +12,6 @@ import json
 import math
 import os
 import pathlib
-import subprocess
-import sys
 
 from absl import flags
 import pytest
@@ -80,17 +78,9 @@ def test_every_binary_parses_its_command_line_with_the_finite_check(binary):
   assert all(any(_is_parse_flags(k.value) for k in call.keywords if k.arg == 'flags_parser') for call in app_runs)
 
 
-def _run_module(module: str, *args) -> subprocess.CompletedProcess:
-  """`python -m module args` in a process of its own (forked from the test session's fork server if enabled)."""
-  if fork_server.enabled():
-    return fork_server.run(module, list(args), cwd=str(_REPO), env=os.environ, timeout=600)
-  return subprocess.run([sys.executable, '-m', module, *args], cwd=_REPO, capture_output=True, text=True,
-                        timeout=600, check=False)
-
-
 def _probe(binary: str) -> dict:
   """{'--flag=value': [exit status, stderr]} of `tests.finite_flag_probe` in a process of the binary's own."""
-  result = _run_module('tests.finite_flag_probe', binary)
+  result = fork_server.python_m('tests.finite_flag_probe', [binary], cwd=str(_REPO))
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.splitlines()[-1])
 
@@ -113,8 +103,9 @@ def test_the_sweeps_float_lists_are_among_the_checked_flags():
 
 def test_a_sweep_refuses_a_nan_learning_rate_before_it_starts(tmp_path):
   """The issue's case: `robustness_sweep --client_learning_rate=nan` started its sweep."""
-  result = _run_module('experiments.robustness_sweep', '--client_learning_rate=nan', f'--root_output_dir={tmp_path}',
-                       '--total_rounds=1')
+  result = fork_server.python_m(
+      'experiments.robustness_sweep', ['--client_learning_rate=nan', f'--root_output_dir={tmp_path}', '--total_rounds=1'],
+      cwd=str(_REPO))
   assert result.returncode == finite_flags.REFUSED, result.stderr[-3000:]
   assert result.stderr.splitlines() == ['error: --client_learning_rate=nan: must be a number, not NaN']
   assert not os.listdir(tmp_path)

@@ -14,6 +14,7 @@ import math
 import pkgutil
 import typing
 
+import numpy as np
 import pytest
 import tensorflow_federated as tff
 
@@ -76,6 +77,10 @@ _VALID_ARGUMENTS = {
     'tff_robust.aggregators.channels.BinarySymmetricChannel': lambda: dict(flip_probability=0.1),
     'tff_robust.aggregators.channels.create_channel': lambda: dict(name='outage'),
     'tff_robust.aggregators.delta_median.DeltaMedianFactory': lambda: dict(norm='l2', delta=0.1),
+    'tff_robust.aggregators.flame.FlameFactory': dict,
+    'tff_robust.aggregators.gaussian_noise.GaussianNoiseFactory': lambda: dict(inner_factory=_mean(), noise_stddev=0.1),
+    'tff_robust.aggregators.gaussian_noise.noise_generator': lambda: dict(
+        leaf_types=[tff.TensorType(np.float32, [2])], noise_stddev=0.1, seed=0),
     'tff_robust.aggregators.geometric_median.GeometricMedianFactory': dict,
     'tff_robust.aggregators.histogram_quantile.SecureHistogramQuantileFactory': lambda: dict(level=0.5),
     'tff_robust.aggregators.norm_clipping.NormClippingFactory': lambda: dict(clipping_norm=1.0),
@@ -88,6 +93,7 @@ _VALID_ARGUMENTS = {
         value_bound=1.0, max_client_weight=10.0, smoothing=1e-6),
     'tff_robust.aggregators.update_corruption.UpdateCorruptionFactory': lambda: dict(
         attack='alie', inner_factory=_mean(), alie_z=1.0),
+    'tff_robust.aggregators.weak_dp.norm_bounded_dp_factory': lambda: dict(norm_bound=1.0, noise_stddev=0.1),
 }
 
 

@@ -9,7 +9,6 @@ end to end is `_RUN_BY`; the README's training commands themselves run in `tests
 
 import collections
 import json
-import os
 import pathlib
 import re
 import shlex
@@ -17,6 +16,8 @@ import subprocess
 import sys
 
 import pytest
+
+from tests import fork_server
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 _PYTHON = '.venv/bin/python'
@@ -109,23 +110,6 @@ def test_every_binary_the_readme_runs_is_known_and_its_end_to_end_test_exists():
   assert [test for test in _RUN_BY.values() if test and not (REPO / test).exists()] == []
 
 
-_PARSE_SCRIPT = '''
-import importlib, json, sys
-from absl import flags
-importlib.import_module(sys.argv[1])
-errors = []
-for argv in json.loads(sys.argv[2]):
-  if argv in (['--help'], ['--helpfull']):
-    continue
-  try:
-    flags.FLAGS(['readme'] + argv)
-  except flags.Error as error:
-    errors.append(f'{argv}: {error}')
-  flags.FLAGS.unparse_flags()
-print(json.dumps(errors))
-'''
-
-
 def _flags_by_module() -> dict:
   by_module = collections.defaultdict(list)
   for module, argv in readme_commands():
@@ -135,10 +119,8 @@ def _flags_by_module() -> dict:
 
 
 def _parse_errors(module: str, argvs: list[list[str]]) -> list[str]:
-  """The flag errors of each argv parsed by `module`'s absl flags, in a fresh interpreter."""
-  result = subprocess.run([sys.executable, '-c', _PARSE_SCRIPT, module, json.dumps(argvs)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'})
+  """The flag errors of each argv parsed by `module`'s absl flags, in a process of its own (`readme_flag_parse`)."""
+  result = fork_server.python_m('tests.readme_flag_parse', [module, json.dumps(argvs)], cwd=REPO, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.strip().splitlines()[-1])
 

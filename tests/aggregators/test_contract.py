@@ -13,7 +13,9 @@ arithmetic inside shows):
              reflection about c (Krum and Bulyan break ties by client index, so they do not).
   outlier    six clients at x and one far away, equal weights: x, for the gather-based robust rules.
   zero       every weight is 0: zero (the secure quantile keeps its initial estimate, 0).
-Norm clipping returns the weighted mean of the clipped points instead. The unweighted sign-vote factories,
+Norm clipping, and norm bounding with weak DP at noise 0, return the weighted mean of the clipped points instead;
+the robust learning rate before a mean returns that mean with its flips (`core.rlr`); FLAME at noise 0 returns
+the location. The unweighted sign-vote factories,
 whose value is a <signs, (weights,) seed> structure, take float32 signs only and must refuse the others.
 A process is traced once per (factory, type signature) and runs all its cases (TFF tracing costs about a
 second per computation): the value types run with float32 weights, the weight types with float32 values,
@@ -32,13 +34,17 @@ from tff_robust.aggregators import bucketing
 from tff_robust.aggregators import centered_clipping
 from tff_robust.aggregators import channels
 from tff_robust.aggregators import delta_median
+from tff_robust.aggregators import flame
 from tff_robust.aggregators import geometric_median
 from tff_robust.aggregators import histogram_quantile
 from tff_robust.aggregators import nearest_neighbor_mixing
 from tff_robust.aggregators import norm_filter
 from tff_robust.aggregators import quantile
+from tff_robust.aggregators import robust_learning_rate
 from tff_robust.aggregators import sign_vote
 from tff_robust.aggregators import update_corruption
+from tff_robust.aggregators import weak_dp
+from tff_robust.core import rlr
 
 _TENSOR_SHAPE = [3]
 _VALUE_TYPES = {
@@ -92,6 +98,13 @@ def _centered_clipping(case, points, weights, location):
   return center
 
 
+def _rlr_mean(case, points, weights, location):
+  """RobustLearningRateFactory(mean, theta=4): the weighted mean with the coordinates fewer than 4 clients agree on
+  flipped (`core.rlr`): the single client's own update flipped, the others' as they come."""
+  del case, location
+  return rlr.aggregate(points, weights, 4)
+
+
 _GATHERED_CASES = ('identical', 'single', 'outlier', 'zero')
 _SPECS = {
     'geometric_median_mean': _Spec(
@@ -136,6 +149,16 @@ _SPECS = {
         lambda: baselines.norm_clipping_factory(1.0), ('identical', 'single', 'symmetric', 'zero'),
         expected=_clipped_mean,
     ),
+    # The noise of the defences against backdoors at 0 (their noise is tested against its distribution).
+    'weak_dp': _Spec(
+        lambda: weak_dp.norm_bounded_dp_factory(1.0, 0.0), ('identical', 'single', 'symmetric', 'zero'),
+        expected=_clipped_mean,
+    ),
+    'rlr_mean': _Spec(
+        lambda: robust_learning_rate.RobustLearningRateFactory(tff.aggregators.MeanFactory(no_nan_division=True), 4),
+        ('identical', 'single', 'symmetric', 'zero'), expected=_rlr_mean,
+    ),
+    'flame': _Spec(lambda: flame.FlameFactory(0.0), _GATHERED_CASES),
     'exact_quantile': _Spec(lambda: quantile.exact_quantile_factory(0.5), _ALL_CASES),  # per coordinate
     'secure_quantile': _Spec(
         lambda: quantile.SecureQuantileFactory(0.5, num_passes=10),

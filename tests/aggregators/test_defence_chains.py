@@ -51,6 +51,7 @@ def _factory_rounds(factory, rounds):
 @pytest.mark.parametrize('spec', [
     'mean', 'gm', 'gm(passes=1,init=zero)', 'gm(passes=5,nu=0.01)', 'median', 'trimmed_mean', 'krum',
     'krum(select=0)', 'bulyan(f=1)', 'clipping(c=3)>gm', 'nnm>gm', 'nnm(f=1)>median', 'clipping(c=2)>nnm>krum',
+    'weak_dp(m=2,sigma=0)', 'rlr(theta=6)>mean', 'rlr(theta=6)>gm', 'flame(lambda=0)',
 ])
 def test_stacked_rule_matches_the_factory(spec):
   points, weights = _cloud(0)
@@ -134,6 +135,7 @@ def test_a_nonfinite_client_is_left_out_by_both():
 @pytest.mark.parametrize('spec', [
     'mean', 'gm', 'centered_clipping', 'clipping>gm', 'bucketing(s=2)>centered_clipping(tau=0.3)',
     'norm_filter(k=1.5)>centered_clipping(tau=0.3)', 'arc>clipping>norm_filter>bucketing>gm',
+    'rlr(theta=3)>weak_dp(m=2,sigma=0.1)',
 ])
 def test_secure_chains_aggregate_every_client_value_by_secure_sums(spec):
   factory = building.build_factory(spec, clients_per_round=CLIENTS, num_byzantine=BYZANTINE, secure_bounds=BOUNDS)

@@ -17,6 +17,8 @@ from tff_robust.aggregators.defences import registry
     ('gm(init=zero,passes=1,nu=1e-6)', 'gm(passes=1,nu=1e-06,init=zero)'),
     ('clipping(c=2)>arc(f=1)>nnm(f=1)>bucketing(s=3)>median',
      'clipping(c=2.0)>arc(f=1)>nnm(f=1)>bucketing(s=3)>median'),
+    ('rlr(theta=3)>weak_dp(m=2,sigma=0.1,seed=1)', 'rlr(theta=3)>weak_dp(m=2.0,sigma=0.1,seed=1)'),
+    ('flame(lambda=0.01)', 'flame(lambda=0.01)'),
 ])
 def test_specs_parse_and_print_canonically(spec, canonical):
   chain = defences.parse(spec)
@@ -25,19 +27,22 @@ def test_specs_parse_and_print_canonically(spec, canonical):
 
 
 def test_the_names_split_into_pre_aggregators_and_rules():
-  assert set(defences.PRE_AGGREGATOR_NAMES) == {'clipping', 'arc', 'nnm', 'bucketing', 'norm_filter'}
-  assert set(defences.RULE_NAMES) == {'mean', 'gm', 'centered_clipping', 'median', 'trimmed_mean', 'krum', 'bulyan'}
+  assert set(defences.PRE_AGGREGATOR_NAMES) == {'clipping', 'arc', 'nnm', 'bucketing', 'norm_filter', 'rlr'}
+  assert set(defences.RULE_NAMES) == {'mean', 'gm', 'centered_clipping', 'median', 'trimmed_mean', 'krum', 'bulyan',
+                                      'weak_dp', 'flame'}
 
 
 @pytest.mark.parametrize('spec,secure', [
     ('mean', True), ('gm', True), ('centered_clipping', True), ('arc>gm', True),
     ('clipping>bucketing>norm_filter>centered_clipping', True), ('nnm>gm', False), ('arc>median', False),
-    ('trimmed_mean', False), ('krum', False), ('bulyan', False),
+    ('trimmed_mean', False), ('krum', False), ('bulyan', False), ('weak_dp', True), ('rlr>mean', True),
+    ('rlr(theta=3)>weak_dp(m=2,sigma=0.1)', True), ('flame', False), ('rlr>flame', False),
 ])
 def test_a_chain_is_secure_when_every_part_is(spec, secure):
   assert defences.is_secure(spec) is secure
   assert registry.non_secure_components(spec) == [
-      c.name for c in defences.parse(spec).components if c.name in ('nnm', 'median', 'trimmed_mean', 'krum', 'bulyan')
+      c.name for c in defences.parse(spec).components
+      if c.name in ('nnm', 'median', 'trimmed_mean', 'krum', 'bulyan', 'flame')
   ]
 
 
@@ -58,6 +63,17 @@ def test_a_chain_is_secure_when_every_part_is(spec, secure):
     ('bucketing>krum', 'krum cannot follow bucketing.*counts clients'),
     ('bucketing>arc>gm', 'arc cannot follow bucketing'),
     ('bucketing(s=2)>nnm>mean', 'nnm cannot follow bucketing'),
+    ('weak_dp(sigma=nan)', r'weak_dp\(sigma=nan\): sigma must be a finite number >= 0'),
+    ('weak_dp(sigma=-0.1)', r'weak_dp\(sigma=-0.1\): sigma must be a finite number >= 0'),
+    ('weak_dp(m=0)', 'm must be a finite number > 0'),
+    ('weak_dp(seed=-1)', 'seed must be an integer >= 0'),
+    ('rlr(theta=-1)>mean', r'rlr\(theta=-1\): theta must be an integer >= 0'),
+    ('rlr(theta=2.5)>mean', 'theta must be an integer'),
+    ('rlr', 'must end with a rule'),
+    ('bucketing>rlr>mean', 'rlr cannot follow bucketing'),
+    ('flame(lambda=nan)', r'flame\(lambda=nan\): lambda must be a finite number >= 0'),
+    ('flame(lambda=-0.001)', 'lambda must be a finite number >= 0'),
+    ('bucketing>flame', 'flame cannot follow bucketing'),
 ])
 def test_bad_specs_are_refused_naming_the_part(spec, message):
   with pytest.raises(ValueError, match=message):

@@ -2,16 +2,13 @@
 
 import csv
 import json
-import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from experiments import convergence_curves
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import fork_server
 
 
 def _write_run(directory, *, algorithm, seed, calls_per_round, accuracies, rounds=6, corruption='none', fraction=0.0):
@@ -29,9 +26,10 @@ def _write_run(directory, *, algorithm, seed, calls_per_round, accuracies, round
 
 def _paper_report(runs, output_dir) -> subprocess.CompletedProcess:
   """`python -m experiments.paper_report` on the run directories below `runs`, writing to `output_dir`."""
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.paper_report', f'--inputs={runs}', f'--output_dir={output_dir}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=300,
+  return fork_server.python_m(
+      'experiments.paper_report',
+      [f'--inputs={runs}', f'--output_dir={output_dir}'],
+      timeout=300,
   )
 
 

@@ -2,16 +2,12 @@
 
 import csv
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from experiments import device_histograms
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import fork_server
 
 
 def _write_run(directory, *, algorithm, seed, devices, conformity_level=1.0, task='shakespeare_gru_dfl'):
@@ -59,9 +55,10 @@ def test_inputs_that_are_not_directories_are_skipped(tmp_path):
 
 def test_paper_report_draws_the_device_histograms_of_run_directories(tmp_path):
   _runs(tmp_path / 'runs')
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.paper_report', f'--inputs={tmp_path / "runs"}',
-       f'--output_dir={tmp_path / "out"}'], cwd=_REPO, capture_output=True, text=True, timeout=300,
+  result = fork_server.python_m(
+      'experiments.paper_report',
+      [f'--inputs={tmp_path / "runs"}',
+       f'--output_dir={tmp_path / "out"}'], timeout=300,
   )
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'dfl_device_histograms.png' in result.stdout

@@ -1,20 +1,15 @@
 """A tiny Fed+ Table 2 run end to end: CSV, markdown table beside the paper's row, sigma override, usage errors."""
 
 import csv
-import os
-import subprocess
-import sys
 
 import pytest
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import fork_server
 
 
 def _run_tables(tmp_path, *flags, timeout=900):
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.fedplus_tables', f'--root_output_dir={tmp_path}', '--experiment_name=t',
-       *flags],
-      cwd=_REPO, capture_output=True, text=True, timeout=timeout,
+  return fork_server.python_m(
+      'experiments.fedplus_tables', [f'--root_output_dir={tmp_path}', '--experiment_name=t', *flags], timeout=timeout
   )
 
 

@@ -1,17 +1,13 @@
 """The MtFEEL sweep: its cohort share and results table, and a tiny sweep end to end."""
 
 import csv
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from experiments import mtfeel_report
 from tff_robust.tasks import digits_cohorts
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import fork_server
 
 
 def test_cohort_share_of_a_hand_computed_alpha():
@@ -55,11 +51,12 @@ def test_write_table_on_fake_rows(tmp_path):
 
 @pytest.mark.slow
 def test_tiny_sweep_writes_csv_tables_and_figures(tmp_path):
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.mtfeel_sweep', '--methods=mtfeel,local_only', '--sweep_methods=mtfeel',
+  result = fork_server.python_m(
+      'experiments.mtfeel_sweep',
+      ['--methods=mtfeel,local_only', '--sweep_methods=mtfeel',
        '--seeds=0', '--total_rounds=1', '--snr_db_values=0', '--flip_probabilities=0.5', '--dde_steps=1',
        f'--root_output_dir={tmp_path}', '--experiment_name=s'],
-      cwd=_REPO, capture_output=True, text=True, timeout=900,
+      timeout=900,
   )
   assert result.returncode == 0, result.stderr[-3000:]
   with open(tmp_path / 's' / 'results.csv') as f:

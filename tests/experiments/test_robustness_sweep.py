@@ -2,22 +2,20 @@
 
 import csv
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import fork_server
 
 
 @pytest.mark.slow
 def test_tiny_sweep_writes_csv_table_and_figure(tmp_path):
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg,rfa',
+  result = fork_server.python_m(
+      'experiments.robustness_sweep',
+      ['--algorithms=fedavg,rfa',
        '--corruptions=data,omniscient', '--data_fractions=0,0.25', '--update_fractions=0,0.25', '--seeds=0,1',
        '--total_rounds=2', '--client_epochs_per_round=1', f'--root_output_dir={tmp_path}', '--experiment_name=s'],
-      cwd=_REPO, capture_output=True, text=True, timeout=900,
+      timeout=900,
   )
   assert result.returncode == 0, result.stderr[-3000:]
   rows = _results(tmp_path)
@@ -31,19 +29,21 @@ def test_tiny_sweep_writes_csv_table_and_figure(tmp_path):
 
 
 def test_unknown_algorithm_is_a_usage_error(tmp_path):
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg,krum',
+  result = fork_server.python_m(
+      'experiments.robustness_sweep',
+      ['--algorithms=fedavg,krum',
        f'--root_output_dir={tmp_path}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=300,
+      timeout=300,
   )
   assert result.returncode != 0 and "--algorithms: unknown ['krum']" in result.stderr
 
 
 def test_label_concentration_for_a_task_without_label_mixtures_is_a_usage_error(tmp_path):
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.robustness_sweep', '--task=synthetic_regression',
+  result = fork_server.python_m(
+      'experiments.robustness_sweep',
+      ['--task=synthetic_regression',
        '--label_concentration=100', f'--root_output_dir={tmp_path}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=300,
+      timeout=300,
   )
   assert result.returncode != 0
   assert "--label_concentration applies to the tasks digits, not 'synthetic_regression'" in result.stderr
@@ -57,11 +57,12 @@ def _results(tmp_path, name='s') -> list[dict]:
 
 
 def _sweep(tmp_path, *flags):
-  return subprocess.run(
-      [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg', '--corruptions=omniscient',
+  return fork_server.python_m(
+      'experiments.robustness_sweep',
+      ['--algorithms=fedavg', '--corruptions=omniscient',
        '--update_fractions=0', '--client_epochs_per_round=1', f'--root_output_dir={tmp_path}',
        '--experiment_name=s', *flags],
-      cwd=_REPO, capture_output=True, text=True, timeout=900,
+      timeout=900,
   )
 
 
@@ -134,12 +135,13 @@ def test_a_zero_server_learning_rate_leaves_every_algorithm_at_the_initial_model
   radius) both evaluate the same initial model, on the validation parts with --validation_fraction."""
   accuracies = {}
   for name, flags in (('fedavg', ()), ('centered_clipping', ('--centered_clipping_radius=0.01',))):
-    result = subprocess.run(
-        [sys.executable, '-m', 'experiments.robustness_sweep', f'--algorithms={name}', '--corruptions=omniscient',
+    result = fork_server.python_m(
+        'experiments.robustness_sweep',
+        [f'--algorithms={name}', '--corruptions=omniscient',
          '--update_fractions=0', '--seeds=0', '--total_rounds=1', '--client_epochs_per_round=1',
          '--server_learning_rate=0', '--validation_fraction=0.2', f'--root_output_dir={tmp_path}',
          f'--experiment_name={name}', *flags],
-        cwd=_REPO, capture_output=True, text=True, timeout=900,
+        timeout=900,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     accuracies[name] = float(_results(tmp_path, name)[0]['accuracy'])
@@ -194,10 +196,11 @@ def test_attack_specs_and_grids_key_the_runs_name_the_tables_and_resume(tmp_path
     ('omniscient,poison', "--corruptions: unknown attack 'poison'"),
 ])
 def test_a_bad_attack_spec_is_a_usage_error(tmp_path, corruptions, message):
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.robustness_sweep', '--algorithms=fedavg,rfa', f'--corruptions={corruptions}',
+  result = fork_server.python_m(
+      'experiments.robustness_sweep',
+      ['--algorithms=fedavg,rfa', f'--corruptions={corruptions}',
        f'--root_output_dir={tmp_path}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=300,
+      timeout=300,
   )
   assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
   assert not (tmp_path / 'robustness_sweep').exists()

@@ -1,21 +1,19 @@
 """A tiny Delta-FL table run end to end: CSV, markdown table in the paper's layout, histograms."""
 
 import csv
-import os
-import subprocess
-import sys
 
 import pytest
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import fork_server
 
 
 @pytest.mark.slow
 def test_tiny_table_run_writes_csv_table_and_histograms(tmp_path):
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.superquantile_tables', '--conformity_levels=0.5', '--seeds=0,1',
+  result = fork_server.python_m(
+      'experiments.superquantile_tables',
+      ['--conformity_levels=0.5', '--seeds=0,1',
        '--total_rounds=2', f'--root_output_dir={tmp_path}', '--experiment_name=t'],
-      cwd=_REPO, capture_output=True, text=True, timeout=900,
+      timeout=900,
   )
   assert result.returncode == 0, result.stderr[-3000:]
   with open(tmp_path / 't' / 'results.csv') as f:
@@ -31,9 +29,10 @@ def test_tiny_table_run_writes_csv_table_and_histograms(tmp_path):
 
 
 def test_conformity_level_outside_the_range_is_a_usage_error(tmp_path):
-  result = subprocess.run(
-      [sys.executable, '-m', 'experiments.superquantile_tables', '--conformity_levels=0.5,0',
+  result = fork_server.python_m(
+      'experiments.superquantile_tables',
+      ['--conformity_levels=0.5,0',
        f'--root_output_dir={tmp_path}'],
-      cwd=_REPO, capture_output=True, text=True, timeout=300,
+      timeout=300,
   )
   assert result.returncode != 0 and '--conformity_levels must lie in (0, 1]' in result.stderr

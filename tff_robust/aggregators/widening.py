@@ -61,13 +61,14 @@ def value_dtype(value_type) -> np.dtype:
 
 def wide_value_type(value_type):
   """`value_type` with every tensor of `value_dtype`, as Python containers (see the module docstring)."""
-  return _with_dtype(value_type, value_dtype(value_type))
+  return with_dtype(value_type, value_dtype(value_type))
 
 
-def _with_dtype(value_type, dtype):
+def with_dtype(value_type, dtype):
+  """`value_type` with every tensor of `dtype`, its shapes and names kept, as Python containers."""
   if isinstance(value_type, tff.TensorType):
     return tff.TensorType(dtype, value_type.shape)
-  elements = [(name, _with_dtype(element, dtype)) for name, element in tff.structure.iter_elements(value_type)]
+  elements = [(name, with_dtype(element, dtype)) for name, element in tff.structure.iter_elements(value_type)]
   names = [name for name, _ in elements]
   container = getattr(value_type, 'python_container', None)
   if container is None and all(names):

@@ -118,6 +118,11 @@ def _f() -> Param:
 _PRE = 'tff_robust.aggregators.defences.pre_aggregators'
 _RULES = 'tff_robust.aggregators.defences.rules'
 _GATHERED = 'tff_robust.aggregators.defences.gathered_rules'
+_BACKDOOR = 'tff_robust.aggregators.defences.backdoor_defences'
+
+
+def _seed() -> Param:
+  return Param('seed', int, 0, 'seeds the noise drawn at the server (a run is reproducible from it)', minimum=0)
 
 REGISTRY = {entry.name: entry for entry in (
     Entry('clipping', PRE_AGGREGATOR, f'{_PRE}:CLIPPING', True,
@@ -138,7 +143,19 @@ REGISTRY = {entry.name: entry for entry in (
     Entry('norm_filter', PRE_AGGREGATOR, f'{_PRE}:NORM_FILTER', True,
           'drops the clients whose update norm exceeds k times the secure weighted median norm',
           (Param('k', float, 2.0, 'the multiple of the median norm kept', minimum=1.0),)),
+    Entry('rlr', PRE_AGGREGATOR, f'{_BACKDOOR}:RLR', True,
+          'robust learning rate (Ozdayi et al., 2021): each coordinate whose clients agree on its sign fewer than '
+          'theta times, |sum_k sgn(update_k)| < theta (a secure sum of signs), is flipped before the rule',
+          (Param('theta', int, 4, 'the clients that must agree on a sign (0: never flip); at most clients_per_round',
+                 minimum=0),), counts_clients=True),
     Entry('mean', RULE, f'{_RULES}:MEAN', True, 'the weighted mean (FedAvg)'),
+    Entry('weak_dp', RULE, f'{_BACKDOOR}:WEAK_DP', True,
+          'norm bounding and weak differential privacy (Sun et al., 2019): the weighted mean of the updates clipped '
+          'to L2 norm m, plus N(0, sigma^2 I) drawn at the server',
+          (Param('m', float, 1.0, 'the L2 bound M of each update', minimum=0.0, strict_minimum=True),
+           Param('sigma', float, 0.01, 'the standard deviation of the noise on each entry of the mean (0: the '
+                 'clipped mean); the noise multiplier is sigma n / m', minimum=0.0),
+           _seed())),
     Entry('gm', RULE, f'{_RULES}:GM', True,
           'the weighted geometric median by smoothed Weiszfeld (RFA, Pillutla et al.)',
           (Param('passes', int, 3, 'secure averages (the first is the mean with init=mean)', minimum=1),
@@ -165,6 +182,12 @@ REGISTRY = {entry.name: entry for entry in (
     Entry('bulyan', RULE, f'{_GATHERED}:BULYAN', False,
           'Bulyan (El Mhamdi et al., 2018): repeated Krum, then a coordinate-wise trimmed mean; gathers the updates',
           (_f(),), counts_clients=True),
+    Entry('flame', RULE, f'{_BACKDOOR}:FLAME', False,
+          'FLAME (Nguyen et al., 2022): the majority cluster of HDBSCAN on cosine distances, clipped to the median '
+          'norm S and averaged, plus N(0, (lambda S)^2 I); gathers the updates',
+          (Param('lambda', float, 0.001, "the noise's standard deviation as a multiple of S (the paper's 0.001 for "
+                 'image classification; 0: no noise)', minimum=0.0),
+           _seed()), counts_clients=True),
 )}
 
 PRE_AGGREGATOR_NAMES = tuple(name for name, entry in REGISTRY.items() if entry.kind == PRE_AGGREGATOR)

@@ -4,6 +4,8 @@ r"""Robustness sweep of the RFA paper's Sec. 5 / Fig. 2-3: accuracy versus corru
   python -m experiments.robustness_sweep --algorithms=fedavg,rfa --corruptions=omniscient --seeds=0,1,2
   python -m experiments.robustness_sweep --algorithms=fedavg --defences='arc>gm;bucketing(s=2)>centered_clipping'
   python -m experiments.robustness_sweep --corruptions='alie_grid,ipm_grid,min_max(direction=sign),mimic'
+  python -m experiments.robustness_sweep --algorithms=fedavg --defences='rlr(theta=4)>mean' --total_rounds=50 \
+      --corruptions='backdoor(target=0),model_replacement(target=0)' --update_fractions=0,0.1 --rounds_after_attack=20
 
 Runs algorithm x corruption x rho x seed (rho = 0 once per algorithm and seed, shared by every corruption)
 and writes to <root_output_dir>/<experiment_name>/:
@@ -15,7 +17,10 @@ and writes to <root_output_dir>/<experiment_name>/:
   results.md    mean [min, max] over seeds of the final accuracy, algorithm x rho, one table per corruption;
   accuracy_vs_corruption.png   one panel per corruption, one line per aggregator, min-max band over seeds;
   worst_case.md per rho, defence x attack (mean over seeds), each defence's worst case over the suite last
-                (`experiments.worst_case_tables`).
+                (`experiments.worst_case_tables`);
+  backdoor.md, backdoor_asr.png   with targeted attacks: per rho, each defence's accuracy and attack success rate
+                under each, its worst ASR over them, and the ASR --rounds_after_attack rounds after the attackers
+                stop (`experiments.backdoor_tables`, `experiments.backdoor_figure`).
 Every run starts from the same initial model (`initial_weights.drawn(model_fn, 0)`); seeds vary the client
 sampling and the corrupted set. (Until 2026-11-27 each process started from its own, which depended on the runs
 before it in the sweep's Python process; such sweeps are not resumed.)
@@ -26,15 +31,19 @@ canonical form (`alie(z=1.0)` is `alie(z=1)`, `ipm(eps=0.1)` is `ipm`): it keys 
 it), names the tables and panels, and, written as a file name (`alie-z=1`), the run's directory.
 Trimmed mean and multi-Krum are given the true rho (the paper: they need it): trim_fraction = rho,
 num_byzantine = ceil(rho * clients_per_round), each capped to what the cohort allows.
+--corruptions also takes the targeted attacks (backdoors) of `tff_robust.core.attacks.targeted_catalog`,
+backdoor(...) and model_replacement(...) (digits only), at the --update_fractions: each such row holds its final
+attack success rate, and with --rounds_after_attack=N > 0 its attackers stop after round total_rounds - N, where
+every run is also evaluated (`experiments.targeted_runs` defines the columns).
 --defences adds defence chains of the registry (`tff_robust.aggregators.defences`), each run as fedavg with that
 aggregator and labelled by its canonical spec; their f (ARC, NNM, Krum, Bulyan, the trimmed mean) is the same
 ceil(rho * clients_per_round), capped at (clients_per_round - 3) // 2.
 """
 
 import collections
-import csv
 import math
 import os
+import re
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
@@ -46,11 +55,16 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tqdm  # pylint: disable=g-import-not-at-top
 
+from experiments import backdoor_figure  # pylint: disable=g-import-not-at-top
+from experiments import backdoor_tables  # pylint: disable=g-import-not-at-top
+from experiments import sweep_results  # pylint: disable=g-import-not-at-top
+from experiments import targeted_runs  # pylint: disable=g-import-not-at-top
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from experiments import worst_case_tables  # pylint: disable=g-import-not-at-top
 from tff_robust.aggregators.defences import registry as defence_registry  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.core.attacks import catalog  # pylint: disable=g-import-not-at-top
+from tff_robust.core.attacks import targeted_catalog  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import corruption  # pylint: disable=g-import-not-at-top
@@ -74,7 +88,15 @@ _DEFENCES = flags.DEFINE_string(
 _CORRUPTIONS = flags.DEFINE_string(
     'corruptions', 'data,omniscient',
     'Comma-separated corruptions: data, label_flipping, update attack specs name(key=value,...) of '
-    f'{", ".join(catalog.ATTACK_NAMES)}, and the grids {", ".join(catalog.GRIDS)}.',
+    f'{", ".join(catalog.ATTACK_NAMES)}, the grids {", ".join(catalog.GRIDS)}, and the targeted attacks (backdoors, '
+    f'digits only) {", ".join(targeted_catalog.TARGETED_ATTACK_NAMES)}.',
+)
+_ROUNDS_AFTER_ATTACK = flags.DEFINE_integer(
+    'rounds_after_attack', 0,
+    'Targeted attacks: their attackers stop after round total_rounds - N and act as honest clients for the last N '
+    'rounds (a backdoor\'s durability); every run is then also evaluated at round total_rounds - N, and a row\'s '
+    'attack_success_rate is the ASR N rounds after they stopped. 0: they attack in every round.',
+    lower_bound=0,
 )
 _DATA_FRACTIONS = finite_flags.define_float_list('data_fractions', [0, 0.01, 0.1, 0.25], 'rho for data corruption.')
 _UPDATE_FRACTIONS = finite_flags.define_float_list(
@@ -125,10 +147,6 @@ _ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
 _ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
 _EXPERIMENT_NAME = flags.DEFINE_string('experiment_name', 'robustness_sweep', 'Subdirectory of the sweep.')
 
-_FIELDS = ('algorithm', 'corruption', 'fraction', 'seed', 'accuracy', 'loss', 'calls_per_round',
-           'corruption_weight_share')
-
-
 def _parsed(values, kind, flag):
   try:
     return [kind(v) for v in values]
@@ -137,22 +155,28 @@ def _parsed(values, kind, flag):
 
 
 def _corruption_kinds(text: str) -> list[str]:
-  """The corruptions of --corruptions: data corruptions as given, attack specs canonical, grids expanded."""
+  """The corruptions of --corruptions: data corruptions as given, attack specs (update and targeted) canonical,
+  grids expanded."""
   kinds = []
   for spec in catalog.split_specs(text):
     try:
-      expanded = [spec] if spec in corruption.DATA_CORRUPTIONS[1:] else catalog.expand([spec])
+      targeted = targeted_catalog.lookup(spec)
+      if targeted is not None:
+        expanded = [str(targeted)]
+      else:
+        expanded = [spec] if spec in corruption.DATA_CORRUPTIONS[1:] else catalog.expand([spec])
     except ValueError as error:
       raise app.UsageError(
-          f'--corruptions: {error}; besides the attacks: {", ".join(corruption.DATA_CORRUPTIONS[1:])} and the grids '
-          f'{", ".join(catalog.GRIDS)}'
+          f'--corruptions: {error}; besides the attacks: {", ".join(corruption.DATA_CORRUPTIONS[1:])}, the grids '
+          f'{", ".join(catalog.GRIDS)} and the targeted attacks {", ".join(targeted_catalog.TARGETED_ATTACK_NAMES)}'
       ) from None
     kinds += [kind for kind in expanded if kind not in kinds]
   return kinds
 
 
 def _path_component(kind: str) -> str:
-  return kind if kind in corruption.DATA_CORRUPTIONS else catalog.path_component(kind)
+  """A canonical corruption as one file-name component: `backdoor(target=0,size=4)` -> `backdoor-target=0-size=4`."""
+  return kind if kind in corruption.DATA_CORRUPTIONS else re.sub(r'[(),]', '-', kind).rstrip('-')
 
 
 def _config(method: str, fraction: float, defences: dict) -> algorithms.AlgorithmConfig:
@@ -186,7 +210,7 @@ def _runs(algorithm_names, corruptions, data_fractions, update_fractions, seeds)
 # Flags added after sweeps were recorded: a record without them ran at their defaults.
 _ADDED_FLAGS = (
     _SERVER_LEARNING_RATE, _CENTERED_CLIPPING_RADIUS, _CENTERED_CLIPPING_ITERATIONS, _NORM_FILTER_MULTIPLIER,
-    _VALIDATION_FRACTION,
+    _VALIDATION_FRACTION, _ROUNDS_AFTER_ATTACK,
 )
 
 
@@ -207,34 +231,6 @@ def _per_run_settings() -> dict:
 def _task_options() -> dict:
   """The task builder's options set by flags (an unset one keeps the builder's default)."""
   return dict(label_concentration=_LABEL_CONCENTRATION.value, validation_fraction=_VALIDATION_FRACTION.value)
-
-
-def _run_key(row) -> tuple:
-  return row['algorithm'], row['corruption'], float(row['fraction']), int(row['seed'])
-
-
-def _finished_rows(output_dir: str) -> list[dict]:
-  """The rows of results.csv from an earlier invocation, numbers parsed; [] if there is none."""
-  path = os.path.join(output_dir, 'results.csv')
-  if not os.path.exists(path):
-    return []
-  with open(path, newline='') as f:
-    rows = list(csv.DictReader(f))
-  for row in rows:
-    row.update(fraction=float(row['fraction']), seed=int(row['seed']), accuracy=float(row['accuracy']),
-               loss=float(row['loss']), calls_per_round=float(row['calls_per_round']),
-               corruption_weight_share=float(row['corruption_weight_share']))
-  return rows
-
-
-def _append_row(output_dir: str, row: dict) -> None:
-  path = os.path.join(output_dir, 'results.csv')
-  is_new = not os.path.exists(path)
-  with open(path, 'a', newline='') as f:
-    writer = csv.DictWriter(f, fieldnames=_FIELDS)
-    if is_new:
-      writer.writeheader()
-    writer.writerow(row)
 
 
 def write_table(rows, path):
@@ -302,13 +298,23 @@ def main(argv):
     raise app.UsageError(f'--defences: {sorted(clashing)} would be labelled like the algorithms of that name; give '
                          'them a parameter, e.g. centered_clipping(tau=1.0)')
   corruptions = _corruption_kinds(_CORRUPTIONS.value)
+  try:
+    targeted_runs.check(
+        corruptions, task=_TASK.value, total_rounds=_TOTAL_ROUNDS.value, rounds_after_attack=_ROUNDS_AFTER_ATTACK.value,
+        server_learning_rate=_SERVER_LEARNING_RATE.value,
+    )
+  except ValueError as error:
+    raise app.UsageError(str(error)) from None
+  # The update attack each corruption runs (a targeted attack's update half assumes the server learning rate).
+  update_attacks = {kind: corruption.update_attack(kind, _SERVER_LEARNING_RATE.value) for kind in corruptions}
+  update_attacks = {kind: None if spec is None else str(spec) for kind, spec in update_attacks.items()}
   for algorithm in _ALGORITHMS.value + list(defences):
     for kind in corruptions:
-      if corruption.update_attack(kind) is not None:
+      if update_attacks[kind] is not None:
         try:
           algorithms.check_settings(
               'fedavg' if algorithm in defences else algorithm, _config(algorithm, 0.0, defences),
-              clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=kind,
+              clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=update_attacks[kind],
           )
         except ValueError as error:
           flag = 'defences' if algorithm in defences else 'algorithms'
@@ -340,12 +346,12 @@ def main(argv):
   processes = {}
   initial_model_weights = initial_weights.drawn(task.model_fn, 0)  # _INITIAL_MODEL
   runs = list(_runs(_ALGORITHMS.value + list(defences), corruptions, data_fractions, update_fractions, seeds))
-  finished = {_run_key(row): row for row in _finished_rows(output_dir)}
+  finished = {sweep_results.run_key(row): row for row in sweep_results.read_finished(output_dir)}
   if finished:
     print(f'resuming: {sum(run in finished for run in runs)} of {len(runs)} runs already in results.csv')
   for algorithm, kind, fraction, seed in tqdm.tqdm([r for r in runs if r not in finished], desc='sweep',
                                                    unit='run'):
-    attack = kind if corruption.update_attack(kind) is not None else None
+    attack = update_attacks.get(kind)
     config = _config(algorithm, fraction, defences)
     if (algorithm, config, attack) not in processes:
       processes[(algorithm, config, attack)] = algorithms.build_learning_process(
@@ -353,28 +359,38 @@ def main(argv):
           clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack,
       )
     corrupted = corruption.select_corrupted_clients(task, fraction, seed)
+    total_rounds, rounds_after_attack = _TOTAL_ROUNDS.value, _ROUNDS_AFTER_ATTACK.value
+    run_name = f'{defence_registry.path_component(algorithm)}_{_path_component(kind)}_{fraction:g}_seed{seed}'
+    run_dir = os.path.join(output_dir, 'runs', run_name)
     summary = training_loop.run_training(
-        processes[(algorithm, config, attack)], task, corruption.make_client_data_fn(task, kind, corrupted),
-        total_rounds=_TOTAL_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
-        rounds_per_eval=_TOTAL_ROUNDS.value, seed=seed, show_progress=False,
-        rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value, initial_model_weights=initial_model_weights,
-        output_dir=os.path.join(
-            output_dir, 'runs',
-            f'{defence_registry.path_component(algorithm)}_{_path_component(kind)}_{fraction:g}_seed{seed}'),
+        processes[(algorithm, config, attack)], task,
+        corruption.make_client_data_fn(
+            task, kind, corrupted, window=targeted_runs.window(kind, total_rounds, rounds_after_attack)),
+        total_rounds=total_rounds, clients_per_round=_CLIENTS_PER_ROUND.value,
+        rounds_per_eval=targeted_runs.rounds_per_eval(total_rounds, rounds_after_attack), seed=seed,
+        show_progress=False, rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
+        initial_model_weights=initial_model_weights, output_dir=run_dir,
+        attack_success_evaluator=corruption.attack_success_evaluator(task, kind),
     )
     row = dict(
         algorithm=algorithm, corruption=kind, fraction=fraction, seed=seed,
         accuracy=summary['eval/accuracy'], loss=summary['eval/loss'],
         calls_per_round=summary['secure_average_calls'] / summary['rounds'],
         corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
+        **targeted_runs.row_fields(kind, summary, run_dir, total_rounds, rounds_after_attack),
     )
-    _append_row(output_dir, row)
-    finished[_run_key(row)] = row
+    sweep_results.append(output_dir, row)
+    finished[sweep_results.run_key(row)] = row
   rows = [finished[run] for run in runs]
   write_table(rows, os.path.join(output_dir, 'results.md'))
   plot(rows, os.path.join(output_dir, 'accuracy_vs_corruption.png'))
   worst_case_tables.write_worst_case_tables(rows, os.path.join(output_dir, 'worst_case.md'))
-  print(f'wrote {output_dir}/results.csv, results.md, accuracy_vs_corruption.png, worst_case.md')
+  written = 'results.csv, results.md, accuracy_vs_corruption.png, worst_case.md'
+  if any(targeted_runs.is_targeted(row['corruption']) for row in rows):
+    backdoor_tables.write_backdoor_tables(rows, os.path.join(output_dir, 'backdoor.md'))
+    backdoor_figure.plot(rows, os.path.join(output_dir, 'backdoor_asr.png'))
+    written += ', backdoor.md, backdoor_asr.png'
+  print(f'wrote {output_dir}/{written}')
 
 
 if __name__ == '__main__':

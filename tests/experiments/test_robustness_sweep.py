@@ -204,3 +204,49 @@ def test_a_bad_attack_spec_is_a_usage_error(tmp_path, corruptions, message):
   )
   assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
   assert not (tmp_path / 'robustness_sweep').exists()
+
+
+def _metrics(run_dir) -> dict:
+  """round -> the eval/accuracy and eval/attack_success_rate of a run's metrics.csv ('' where not evaluated)."""
+  with open(run_dir / 'metrics.csv') as f:
+    return {int(r['round']): (r['eval/accuracy'], r.get('eval/attack_success_rate', '')) for r in csv.DictReader(f)}
+
+
+@pytest.mark.slow
+def test_targeted_attacks_give_the_asr_at_the_attacks_end_and_after_it_and_a_backdoor_table(tmp_path):
+  """Attackers in round 1 of 2 (--rounds_after_attack=1): every run is evaluated at rounds 1 and 2; a row holds the
+  round-1 evaluation as *_at_attack_end and the final ASR; the clean run has no ASR. The same command resumes."""
+  flags = ('--corruptions=backdoor(size=4),model_replacement(size=4.0)', '--update_fractions=0,0.1', '--seeds=0',
+           '--total_rounds=2', '--rounds_after_attack=1')
+  result = _sweep(tmp_path, *flags)
+  assert result.returncode == 0, result.stderr[-3000:]
+  rows = _results(tmp_path)
+  assert [(r['corruption'], r['fraction']) for r in rows] == [
+      ('none', '0.0'), ('backdoor(size=4)', '0.1'), ('model_replacement(size=4)', '0.1')]
+  runs = tmp_path / 's' / 'runs'
+  for row, run in zip(rows, ('fedavg_none_0_seed0', 'fedavg_backdoor-size=4_0.1_seed0',
+                             'fedavg_model_replacement-size=4_0.1_seed0')):
+    evaluations = _metrics(runs / run)
+    assert (row['rounds_after_attack'], row['attack_end_round']) == ('1', '1')
+    assert float(row['accuracy_at_attack_end']) == float(evaluations[1][0])
+    assert float(row['accuracy']) == float(evaluations[2][0])
+    if row['corruption'] == 'none':
+      assert row['attack_success_rate'] == row['attack_success_rate_at_attack_end'] == ''
+    else:
+      assert float(row['attack_success_rate_at_attack_end']) == float(evaluations[1][1])
+      assert float(row['attack_success_rate']) == float(evaluations[2][1])
+      assert 0 <= float(row['attack_success_rate']) <= 1
+  table = (tmp_path / 's' / 'backdoor.md').read_text()
+  assert '## rho = 0.1' in table and 'ASR 1 round after the attackers stop' in table and '| fedavg | 1 |' in table
+  assert (tmp_path / 's' / 'backdoor_asr.png').stat().st_size > 10_000
+  assert json.loads((tmp_path / 's' / 'run_settings.json').read_text())['rounds_after_attack'] == 1
+  resumed = _sweep(tmp_path, *flags)
+  assert resumed.returncode == 0 and 'resuming: 3 of 3 runs' in resumed.stdout, resumed.stderr[-3000:]
+
+
+def test_a_durability_window_that_does_not_fit_in_the_rounds_is_a_usage_error(tmp_path):
+  """The sweep's refusal (`targeted_runs.check`, whose other refusals its tests name) reaches the command line."""
+  result = _sweep(tmp_path, '--corruptions=backdoor', '--total_rounds=2', '--rounds_after_attack=2')
+  assert result.returncode != 0, result.stderr[-2000:]
+  assert '--rounds_after_attack=2 does not fit in --total_rounds=2: the attackers need at least one round' in result.stderr
+  assert not (tmp_path / 's').exists()  # refused before the sweep started

@@ -72,3 +72,14 @@ def test_damage_to_the_checkpointed_rows_is_refused_in_one_line(tmp_path, lines,
 def test_a_missing_file_is_refused(tmp_path):
   with pytest.raises(metrics_csv.DamagedMetricsError, match='cannot be read .* holds rounds 1-2'):
     metrics_csv.keep_checkpointed_rounds(str(tmp_path / 'metrics.csv'), 2)
+
+
+def test_evaluation_at_reads_the_rounds_evaluation_or_the_last_one_before_it(tmp_path):
+  path = _write(tmp_path, 'round,train/loss,eval/accuracy,eval/attack_success_rate',
+                '1,2.5,,', '2,2.25,0.5,0.75', '3,2.0,,', '4,1.75,0.625,0.125', '5,1.5,0.875,')
+  assert metrics_csv.evaluation_at(path, 4) == (4, {'eval/accuracy': 0.625, 'eval/attack_success_rate': 0.125})
+  # round 3 was not evaluated: round 2's evaluation is the last at or before it
+  assert metrics_csv.evaluation_at(path, 3) == (2, {'eval/accuracy': 0.5, 'eval/attack_success_rate': 0.75})
+  assert metrics_csv.evaluation_at(path, 5) == (5, {'eval/accuracy': 0.875})
+  assert metrics_csv.evaluation_at(path, 1) == (None, {})
+  assert metrics_csv.evaluation_at(str(tmp_path / 'absent.csv'), 4) == (None, {})

@@ -7,7 +7,8 @@ trains and releases again. Before resuming from round k, `keep_checkpointed_roun
 intact rows of rounds 1..k (atomically), and says in one line what it dropped if a line was damaged. Damage that
 loses a checkpointed round (its row damaged, missing or repeated, a header without `round`, no file) raises
 `DamagedMetricsError`, whose message is one line: the run's directory is then refused, and --overwrite starts
-afresh. `rounds_without_counted_update` and `last_released_row` read back what a resumed run needs of the file.
+afresh. `rounds_without_counted_update` and `last_released_row` read back what a resumed run needs of the file;
+`evaluation_at` the evaluation of a round before the last (a sweep's measurement at the end of an attack window).
 
 Imports no TensorFlow.
 """
@@ -122,3 +123,18 @@ def last_released_row(csv_path: str, round_num: int) -> dict[str, float]:
   if not rows:
     return {}
   return {key: float(value) for key, value in rows[-1].items() if key.startswith('train/') and value != ''}
+
+
+def evaluation_at(csv_path: str, round_num: int) -> tuple[Optional[int], dict[str, float]]:
+  """(round, its `eval/*` values) of the last evaluation released at or before round `round_num` in metrics.csv:
+  round `round_num`'s own when it was evaluated, an earlier one when the run stopped before it (a non-finite model);
+  (None, {}) if there is none. A row is an evaluation when any `eval/*` value is non-empty."""
+  if not os.path.exists(csv_path):
+    return None, {}
+  with open(csv_path, newline='') as f:
+    rows = [row for row in csv.DictReader(f) if int(row[KEY]) <= round_num]
+  for row in reversed(rows):
+    evaluated = {key: float(value) for key, value in row.items() if key.startswith('eval/') and value not in ('', None)}
+    if evaluated:
+      return int(row[KEY]), evaluated
+  return None, {}

@@ -47,13 +47,14 @@ def plot(rows: Sequence[dict], path: str) -> None:
     axis.plot(positions, means(backdoor_tables.ACCURACY), 'o', color='black', label='accuracy under that attack')
     if after is not None:
       axis.plot(positions, means(backdoor_tables.ASR_AFTER), 'x', color='tab:blue', markersize=9,
-                label=f'its ASR {after} rounds after the attackers stop')
+                label=f'its ASR {after} round{"" if after == 1 else "s"} after the attackers stop')
     for position, defence in zip(positions, defences):
-      if defence in worst:
-        axis.annotate(worst[defence][0], (position, 0.01), rotation=90, fontsize=6, ha='center', va='bottom')
+      if defence in worst:  # the attack's name above the bar's whisker
+        axis.annotate(worst[defence][0], (position, worst[defence][1][backdoor_tables.ASR].high + 0.02), rotation=90,
+                      fontsize=6, ha='center', va='bottom')
     axis.set_xticks(positions)
     axis.set_xticklabels(defences, rotation=30, ha='right', fontsize=7)
-    axis.set(ylim=(0, 1.05), ylabel='mean over seeds (whisker: min-max)',
+    axis.set(ylim=(0, 1.3), ylabel='mean over seeds (whisker: min-max)',
              title=f'Worst ASR over the targeted attacks, rho = {fraction:g}')
     axis.grid(axis='y', alpha=0.3)
   axes[0][-1].legend(fontsize=7, loc='upper right')

@@ -32,6 +32,7 @@ _RUN_BY = {
     'experiments.fedplus_tables': 'tests/experiments/test_fedplus_tables.py',
     'experiments.mtfeel_sweep': 'tests/experiments/test_mtfeel_sweep.py',
     'experiments.paper_report': 'tests/experiments/test_convergence_curves.py',
+    'experiments.backdoor_report': 'tests/experiments/test_backdoor_report.py',
     'tff_robust.runtime.worker_service': 'tests/experiments/test_remote_workers.py',
     'benchmarks.scaling': 'tests/benchmarks/test_readme_benchmarks.py',
     'benchmarks.rfa_cost': 'tests/benchmarks/test_readme_benchmarks.py',

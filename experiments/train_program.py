@@ -171,7 +171,7 @@ def _train(task, clients_per_round: int) -> dict:
   algorithm, seed = algorithm_flags.ALGORITHM.value, train_flags.SEED.value
   process = algorithms.build_learning_process(
       algorithm, task.model_fn, _algorithm_config(), clients_per_round=clients_per_round,
-      update_attack=_update_attack_spec(), seed=seed,
+      update_attack=_update_attack_spec(), seed=seed, attacker_alpha=corruption_flags.attacker_alpha(),
   )
   output_dir = train_flags.output_dir()
   if train_flags.OVERWRITE.value and os.path.exists(output_dir):

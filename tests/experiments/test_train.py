@@ -256,6 +256,11 @@ def _refusal(flag_values, argv) -> str:
         ('--task=shakespeare_lstm_rfa --corruption=backdoor(target=1)', 'not --task=shakespeare_lstm_rfa'),
         ('--corruption=model_replacement --server_learning_rate=0', r'needs --server_learning_rate > 0, got 0.0'),
         ('--algorithm=delta_fl --corruption=model_replacement', 'delta_fl does not support update corruption'),
+        ('--corruption=constrain_and_scale(alpha=0)',
+         r"attack 'constrain_and_scale': alpha must be a number in \(0, 1\]"),
+        ('--algorithm=fedavg --corruption=constrain_and_scale --client_lr_decay=0.5',
+         'constrain_and_scale trains its attackers in a client work without a client learning-rate schedule'),
+        ('--algorithm=fedprox --corruption=constrain_and_scale', 'fedprox does not support update corruption'),
         ('--progress_bar=maybe', 'progress_bar'),
         ('--tff_worker_address=localhost', 'tff_worker_address'),
         ('--tff_worker_address=localhost:0', 'tff_worker_address'),
@@ -573,12 +578,13 @@ def test_the_attacks_of_issue_22_train_two_rounds_on_digits(tmp_path, attack, fl
 
 
 @pytest.mark.slow
-def test_a_targeted_attack_in_a_window_of_rounds_reports_its_attack_success_rate(tmp_path):
-  """Model replacement in round 2 only (half the data corrupted: every cohort of this seed has attackers): the
-  attackers are flagged in that round alone, and every evaluation reports the attack success rate beside the
-  accuracy."""
+@pytest.mark.parametrize('spec', ['model_replacement(target=0)', 'constrain_and_scale(target=0,alpha=0.5)'])
+def test_a_targeted_attack_in_a_window_of_rounds_reports_its_attack_success_rate(tmp_path, spec):
+  """Model replacement, and constrain-and-scale, in round 2 only (half the data corrupted: every cohort of this
+  seed has attackers): the attackers are flagged in that round alone, and every evaluation reports the attack
+  success rate beside the accuracy."""
   result = train_runs.train(tmp_path, '--algorithm=fedavg', '--total_rounds=3', '--rounds_per_eval=1',
-                            '--clients_per_round=5', '--corruption=model_replacement(target=0)',
+                            '--clients_per_round=5', f'--corruption={spec}',
                             '--corruption_fraction=0.5', '--corruption_start_round=2', '--corruption_end_round=2')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)

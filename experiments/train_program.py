@@ -36,8 +36,8 @@ from tff_robust.tasks import base
 _CONFIG_FLAGS = tuple(field.name for field in dataclasses.fields(algorithms.AlgorithmConfig))
 _HEADLINE_METRICS = (
     'eval/accuracy', 'eval/attack_success_rate', 'eval/mse', 'eval/loss', 'eval/error_mean', 'eval/error_p90',
-    'personal/loss_mean', 'personal/error_mean', 'personal_honest/error_mean', 'personal_corrupted/error_mean', 'rounds',
-    'secure_average_calls', 'nonfinite_model_round', 'rounds_without_counted_update', 'no_counted_update_stop_round',
+    'personal/loss_mean', 'personal/error_mean', 'personal_honest/error_mean', 'personal_corrupted/error_mean',
+    'rounds', 'secure_average_calls', 'nonfinite_model_round', 'rounds_without_counted_update', 'no_counted_update_stop_round',
 )
 
 

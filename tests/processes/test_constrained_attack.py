@@ -36,7 +36,8 @@ def process():
 def test_two_rounds_are_numpy_constrain_and_scale(process):
   arrays = client_arrays(5)
   corrupted = np.array([False, True, False, False, True])
-  flagged = [(d, update_corruption_process.corruption_flag_dataset(bool(c))) for d, c in zip(datasets(arrays), corrupted)]
+  flagged = [(d, update_corruption_process.corruption_flag_dataset(bool(c)))
+             for d, c in zip(datasets(arrays), corrupted)]
   state, global_model = process.initialize(), np.zeros((synthetic_regression.DIMENSION, 1))
   weights = np.array([EPOCHS * len(x) for x, _ in arrays], np.float64)
   for _ in range(2):

@@ -14,6 +14,10 @@ like `data` and `label_flipping`), and may also change what they send (an update
     4, "constrain-and-scale"): the same data and boost, and each attacker trains on alpha L_class + (1 - alpha)
     ||w - G||^2 (G the global model it starts from), which keeps its update short (under a norm defence) before
     the boost (`tff_robust.processes.constrained_attack_client_work`). alpha = 0.7 is ours.
+  - `neurotoxin(target=0,share=0.5,size=2,value=1,top=0.1)` (Zhang et al., ICML 2022): the backdoor's data, and
+    each attacker's update zeroed on the top `top` share of coordinates of the last global update by magnitude
+    (`catalog`'s `masked`; NumPy: `neurotoxin`), so that the honest clients, who change those most, overwrite the
+    backdoor less after the attackers stop. The paper projects every local step; this projects the update once.
 The task-dependent ranges (the target a class of the task, the patch within its input) are
 `backdoor.check_trigger`'s; the tasks that define a pixel trigger are `tff_robust.tasks.task_names.BACKDOOR_TASKS`.
 
@@ -58,6 +62,11 @@ _TARGETED = (
                            catalog.Parameter('alpha', float, DEFAULT_ALPHA, 'a number in (0, 1]',
                                              lambda v: 0 < v <= 1),
                            _boost())),
+    catalog.AttackInfo('neurotoxin', 'the pattern backdoor\'s data, and each attacker\'s update zero on the top '
+                       'share of coordinates of the last global update (Zhang et al. 2022)',
+                       _trigger_parameters() + (
+                           catalog.Parameter('top', float, catalog.DEFAULT_NEUROTOXIN_TOP, 'a number in [0, 1)',
+                                             lambda v: 0 <= v < 1),)),
 )
 TARGETED_ATTACKS = {info.name: info for info in _TARGETED}
 TARGETED_ATTACK_NAMES = tuple(TARGETED_ATTACKS)
@@ -78,7 +87,10 @@ class TargetedSpec(catalog.AttackSpec):
 
   def update_attack(self, server_learning_rate: float = 1.0) -> Optional[str]:
     """The canonical spec of the `catalog` update attack the attackers also run (None: they send their updates
-    as honest clients do): model replacement's and constrain-and-scale's `boost`, with eta = `server_learning_rate`."""
+    as honest clients do): model replacement's and constrain-and-scale's `boost`, with eta = `server_learning_rate`;
+    Neurotoxin's `masked`."""
+    if self.name == 'neurotoxin':
+      return str(catalog.parse(f'masked(top={self.options()["top"]!r})'))
     if self.name not in ('model_replacement', 'constrain_and_scale'):
       return None
     gamma = self.options()['boost']

@@ -19,7 +19,8 @@ CORRUPTION = flags.DEFINE_string(
     'Corrupted clients: none; data (the task\'s data poisoning) or label_flipping (y -> C - 1 - y, tasks with '
     'class labels); or an update attack spec, name(key=value,...), e.g. alie(z=1), ipm(eps=2), '
     'norm_aware(direction=ipm,c=1.4), min_max(direction=sign); or a targeted attack spec (a backdoor, digits only; '
-    'eval/attack_success_rate reports it), e.g. backdoor(target=0,share=0.5,size=2), model_replacement(target=0). '
+    'eval/attack_success_rate reports it), e.g. backdoor(target=0,share=0.5,size=2), model_replacement(target=0), '
+    'constrain_and_scale(target=0,alpha=0.7). '
     'Attacks (parameter=default): ' + catalog.describe() + '. Targeted attacks: ' + targeted_catalog.describe() + '.',
 )
 CORRUPTION_FRACTION = flags.DEFINE_float(
@@ -78,6 +79,13 @@ flags.register_multi_flags_validator(('corruption_start_round', 'corruption_end_
 def attack_window() -> core_corruption.AttackWindow:
   """The rounds in which the corrupted clients attack (--corruption_start_round, --corruption_end_round)."""
   return core_corruption.AttackWindow(CORRUPTION_START_ROUND.value, CORRUPTION_END_ROUND.value)
+
+
+def attacker_alpha():
+  """constrain-and-scale's alpha if --corruption is that attack (its attackers' weight of their class loss), else
+  None."""
+  targeted = targeted_catalog.lookup(CORRUPTION.value)
+  return None if targeted is None else targeted.attacker_alpha()
 
 
 def update_attack_spec(server_learning_rate: float = 1.0):

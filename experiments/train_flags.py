@@ -132,8 +132,8 @@ def _client_pipeline_flags_are_valid(flag_values: dict) -> bool:
 
 def _corruption_flags_are_valid(flag_values: dict) -> bool:
   """Label flipping needs a task with class labels; a targeted attack a task with a pixel trigger that its trigger
-  fits (target a class, patch within the input), and model replacement's boost a server learning rate > 0 (an
-  attack's parameters need their attack: the table)."""
+  fits (target a class, patch within the input), model replacement's boost a server learning rate > 0, and
+  constrain-and-scale no client learning-rate schedule (an attack's parameters need their attack: the table)."""
   corruption, task = flag_values['corruption'], flag_values['task']
   if corruption == 'label_flipping' and task not in task_names.LABEL_FLIPPING_TASK_NAMES:
     raise flags.ValidationError(
@@ -154,6 +154,9 @@ def _corruption_flags_are_valid(flag_values: dict) -> bool:
   if targeted.update_attack() is not None and not flag_values['server_learning_rate'] > 0:
     raise flags.ValidationError(f'--corruption={corruption} boosts by the server learning rate: it needs '
                                 f'--server_learning_rate > 0, got {flag_values["server_learning_rate"]}')
+  if targeted.attacker_alpha() is not None and flag_values['client_lr_decay'] != 1.0:
+    raise flags.ValidationError(f'--corruption={corruption} trains its attackers in a client work without a '
+                                'client learning-rate schedule: --client_lr_decay must be 1')
   return True
 
 
@@ -178,7 +181,8 @@ flags.register_multi_flags_validator(
     ('client_epochs_per_round', 'minibatch_fraction', 'straggler_fraction', 'max_client_examples'),
     _client_pipeline_flags_are_valid,
 )
-flags.register_multi_flags_validator(('corruption', 'task', 'server_learning_rate'), _corruption_flags_are_valid)
+flags.register_multi_flags_validator(('corruption', 'task', 'server_learning_rate', 'client_lr_decay'),
+                                     _corruption_flags_are_valid)
 flags.register_multi_flags_validator(
     ('task', *(flag.name for flag in task_flags.TASK_OPTION_FLAGS)), _task_options_are_valid
 )

@@ -36,8 +36,8 @@ from tff_robust.tasks import base
 _CONFIG_FLAGS = tuple(field.name for field in dataclasses.fields(algorithms.AlgorithmConfig))
 _HEADLINE_METRICS = (
     'eval/accuracy', 'eval/attack_success_rate', 'eval/mse', 'eval/loss', 'eval/error_mean', 'eval/error_p90',
-    'personal/loss_mean', 'personal/error_mean', 'personal_honest/error_mean', 'personal_corrupted/error_mean', 'rounds',
-    'secure_average_calls', 'nonfinite_model_round', 'rounds_without_counted_update', 'no_counted_update_stop_round',
+    'personal/loss_mean', 'personal/error_mean', 'personal_honest/error_mean', 'personal_corrupted/error_mean',
+    'rounds', 'secure_average_calls', 'nonfinite_model_round', 'rounds_without_counted_update', 'no_counted_update_stop_round',
 )
 
 
@@ -171,7 +171,7 @@ def _train(task, clients_per_round: int) -> dict:
   algorithm, seed = algorithm_flags.ALGORITHM.value, train_flags.SEED.value
   process = algorithms.build_learning_process(
       algorithm, task.model_fn, _algorithm_config(), clients_per_round=clients_per_round,
-      update_attack=_update_attack_spec(), seed=seed,
+      update_attack=_update_attack_spec(), seed=seed, attacker_alpha=corruption_flags.attacker_alpha(),
   )
   output_dir = train_flags.output_dir()
   if train_flags.OVERWRITE.value and os.path.exists(output_dir):

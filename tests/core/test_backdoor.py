@@ -8,6 +8,7 @@ from tff_robust.core import corruption
 from tff_robust.core.attacks import backdoor
 from tff_robust.core.attacks import boost
 from tff_robust.core.attacks import catalog
+from tff_robust.core.attacks import neurotoxin
 from tff_robust.core.attacks import targeted_catalog
 
 
@@ -138,3 +139,13 @@ def test_the_attack_window_says_which_rounds_attack_and_refuses_bad_bounds_by_na
                               (1, 0, 'end_round must be'), (2.5, None, 'start_round must be')):
     with pytest.raises(ValueError, match=message):
       corruption.AttackWindow(start, end)
+
+
+def test_neurotoxins_mask_drops_the_largest_coordinates_of_the_last_global_update():
+  previous = np.array([0.1, -3.0, 0.5, 2.0, -0.2, 0.0])
+  np.testing.assert_array_equal(neurotoxin.kept_coordinates(previous, 0.3), [1, 0, 1, 0, 1, 1])  # ceil(1.8) = 2
+  np.testing.assert_array_equal(neurotoxin.kept_coordinates(np.zeros(4), 0.5), [0, 0, 1, 1])  # ties: lower index
+  assert neurotoxin.kept_coordinates(previous, 0.0).all()
+  updates = np.arange(12.0).reshape(2, 6) + 1
+  masked = neurotoxin.masked_updates(updates, [True, False], previous, 0.3)
+  np.testing.assert_array_equal(masked, [[1, 0, 3, 0, 5, 6], updates[1]])

@@ -18,8 +18,9 @@ them before loading it); this module maps each name to its implementation, one m
 | rop | `rop` | the honest mean, the previous aggregate; centered clipping's radius through `radius` |
 | line_search | `line_search` | the honest updates, the previous aggregate and the defence's `StackedRule` |
 | boost | `boost` | its own update, the cohort's weights, the server learning rate (through `eta`) |
+| masked | `masked` | its own update, the previous aggregate (the last global update) |
 
-The gathered attacks (all but the first five and boost) gather every update at the server with `federated_aggregate`.
+The gathered attacks (all but the first five, boost and masked) gather every update at the server with `federated_aggregate`.
 """
 
 from typing import Optional
@@ -32,6 +33,7 @@ from tff_robust.aggregators.attacks import fang_trimmed_mean
 from tff_robust.aggregators.attacks import gaussian
 from tff_robust.aggregators.attacks import ipm
 from tff_robust.aggregators.attacks import line_search
+from tff_robust.aggregators.attacks import masked
 from tff_robust.aggregators.attacks import mimic
 from tff_robust.aggregators.attacks import norm_aware
 from tff_robust.aggregators.attacks import omniscient
@@ -60,6 +62,7 @@ _BUILDERS = {
     'line_search': lambda o, rule: line_search.LineSearchAttack(
         rule, o['direction'], o['max_scale'], int(o['grid']), int(o['refinements'])),
     'boost': lambda o, rule: boost.BoostAttack(o['gamma'], o['eta']),
+    'masked': lambda o, rule: masked.MaskedAttack(o['top']),
 }
 
 

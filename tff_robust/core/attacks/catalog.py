@@ -13,8 +13,8 @@ b = 2 and Krum search threshold 1e-5 (their paper); ROP pi = 1, lam = 0.9, theta
 main setting), radius 1 (the runner's default centered-clipping tau, not the paper's: it scales by ALIE's z); line
 search: a grid of 11 scales on [0, 10] and 12 golden-section steps (ours; ByzFL: 20 evaluations from 0, step 10,
 contraction 0.8); boost: Bagdasaryan et al.'s replacement factor gamma = n / eta, weighted (W / (eta W_C)), at
-eta = 1 (the runner's `model_replacement` sets eta to its server learning rate). The sweep's grids: ALIE z in
-{z_max, 1, 2}, IPM eps in {0.1, 1, 2} (issue 35).
+eta = 1 (the runner's `model_replacement` sets eta to its server learning rate); masked: top = 0.1 (ours). The
+sweep's grids: ALIE z in {z_max, 1, 2}, IPM eps in {0.1, 1, 2} (issue 35).
 
 The targeted attacks (backdoors, a data poisoning, possibly with an update attack of this catalog) are
 `targeted_catalog`, in the same grammar (`checked_values`).
@@ -68,6 +68,8 @@ DEFAULT_IPM_EPSILON = 0.1
 # Shejwalkar & Houmansadr's released code (AGR-agnostic attacks): gamma_init = 10, stop at |delta gamma| <= 1e-5.
 DEFAULT_GAMMA_INIT = 10.0
 DEFAULT_GAMMA_TOLERANCE = 1e-5
+# Neurotoxin's share of coordinates kept out of (ours; Zhang et al. vary it).
+DEFAULT_NEUROTOXIN_TOP = 0.1
 
 
 def _perturbation_search_parameters():
@@ -120,6 +122,9 @@ _ATTACKS = (
                (_number('gamma', None, 'a finite number > 0', lambda v: v > 0),
                 _number('eta', 1.0, 'a finite number > 0 (the server learning rate the attacker assumes)',
                         lambda v: v > 0))),
+    AttackInfo('masked', 'the own update, zero on the top share of coordinates of the previous aggregate by '
+               'magnitude (Neurotoxin\'s mask, Zhang et al. 2022; the update half of the targeted neurotoxin)',
+               (_number('top', DEFAULT_NEUROTOXIN_TOP, 'a number in [0, 1)', lambda v: 0 <= v < 1),)),
 )
 ATTACKS = {info.name: info for info in _ATTACKS}
 ATTACK_NAMES = tuple(ATTACKS)

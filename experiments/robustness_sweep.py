@@ -17,8 +17,9 @@ and writes to <root_output_dir>/<experiment_name>/:
   worst_case.md per rho, defence x attack (mean over seeds), each defence's worst case over the suite last
                 (`experiments.worst_case_tables`).
 Every run starts from the same initial model (`initial_weights.drawn(model_fn, 0)`); seeds vary the client
-sampling and the corrupted set. (Until 2026-11-27 each process started from its own, which depended on the runs
-before it in the sweep's Python process; such sweeps are not resumed.)
+sampling, the corrupted set and the server noise of `weak_dp` and `flame` (whose process is built per seed).
+(Until 2026-11-27 each process started from its own, which depended on the runs before it in the sweep's Python
+process; such sweeps are not resumed.)
 --corruptions takes the data corruptions (data, label_flipping) and update attack specs, name(key=value,...)
 (`tff_robust.core.attacks.catalog`; commas inside brackets do not split the list), and the named grids alie_grid
 (ALIE at z = the paper's z_max, 1, 2) and ipm_grid (IPM at eps = 0.1, 1, 2). A run's corruption is the spec's
@@ -347,14 +348,17 @@ def main(argv):
                                                    unit='run'):
     attack = kind if corruption.update_attack(kind) is not None else None
     config = _config(algorithm, fraction, defences)
-    if (algorithm, config, attack) not in processes:
-      processes[(algorithm, config, attack)] = algorithms.build_learning_process(
+    # One process per setting, shared by the seeds, unless the chain's noise takes the run's seed (weak_dp, flame).
+    process_seed = seed if config.defence is not None and defence_registry.uses_run_seed(config.defence) else 0
+    key = (algorithm, config, attack, process_seed)
+    if key not in processes:
+      processes[key] = algorithms.build_learning_process(
           'fedavg' if algorithm in defences else algorithm, task.model_fn, config,
-          clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack,
+          clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack, seed=process_seed,
       )
     corrupted = corruption.select_corrupted_clients(task, fraction, seed)
     summary = training_loop.run_training(
-        processes[(algorithm, config, attack)], task, corruption.make_client_data_fn(task, kind, corrupted),
+        processes[key], task, corruption.make_client_data_fn(task, kind, corrupted),
         total_rounds=_TOTAL_ROUNDS.value, clients_per_round=_CLIENTS_PER_ROUND.value,
         rounds_per_eval=_TOTAL_ROUNDS.value, seed=seed, show_progress=False,
         rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value, initial_model_weights=initial_model_weights,

@@ -98,6 +98,8 @@ def test_an_unset_noise_seed_is_the_builds_and_a_set_one_is_kept(name):
   assert unset.arguments(clients_per_round=10, num_byzantine=0, seed=3)['seed'] == 3
   assert unset.arguments(clients_per_round=10, num_byzantine=0)['seed'] == 0
   assert chosen.arguments(clients_per_round=10, num_byzantine=0, seed=3)['seed'] == 5
+  assert registry.uses_run_seed(f'rlr>{name}') and not registry.uses_run_seed(f'rlr>{name}(seed=5)')
+  assert not registry.uses_run_seed('arc>gm')
 
 
 

@@ -343,6 +343,13 @@ def is_secure(spec_or_chain: Union[str, DefenceChain]) -> bool:
   return not non_secure_components(spec_or_chain)
 
 
+def uses_run_seed(spec_or_chain: Union[str, DefenceChain]) -> bool:
+  """Whether a component of the chain leaves its `seed` to the build (`FROM_RUN_SEED`: the noise of `weak_dp` and
+  `flame`), so that a factory built for one run's seed draws other noise than another's."""
+  return any(param.default_from == FROM_RUN_SEED and param.name not in dict(component.params)
+             for component in as_chain(spec_or_chain).components for param in component.entry.params)
+
+
 def path_component(spec: str) -> str:
   """`spec` as one file-name component: every run of characters other than letters, digits and _.=- becomes '_'
   (`arc>bucketing(s=2)>gm` -> `arc_bucketing_s=2_gm`)."""

@@ -22,8 +22,9 @@ and writes to <root_output_dir>/<experiment_name>/:
                 under each, its worst ASR over them, and the ASR --rounds_after_attack rounds after the attackers
                 stop (`experiments.backdoor_tables`, `experiments.backdoor_figure`).
 Every run starts from the same initial model (`initial_weights.drawn(model_fn, 0)`); seeds vary the client
-sampling and the corrupted set. (Until 2026-11-27 each process started from its own, which depended on the runs
-before it in the sweep's Python process; such sweeps are not resumed.)
+sampling, the corrupted set and the server noise of `weak_dp` and `flame` (whose process is built per seed).
+(Until 2026-11-27 each process started from its own, which depended on the runs before it in the sweep's Python
+process; such sweeps are not resumed.)
 --corruptions takes the data corruptions (data, label_flipping) and update attack specs, name(key=value,...)
 (`tff_robust.core.attacks.catalog`; commas inside brackets do not split the list), and the named grids alie_grid
 (ALIE at z = the paper's z_max, 1, 2) and ipm_grid (IPM at eps = 0.1, 1, 2). A run's corruption is the spec's
@@ -31,8 +32,8 @@ canonical form (`alie(z=1.0)` is `alie(z=1)`, `ipm(eps=0.1)` is `ipm`): it keys 
 it), names the tables and panels, and, written as a file name (`alie-z=1`), the run's directory.
 Trimmed mean and multi-Krum are given the true rho (the paper: they need it): trim_fraction = rho,
 num_byzantine = ceil(rho * clients_per_round), each capped to what the cohort allows.
---corruptions also takes the targeted attacks (backdoors) of `tff_robust.core.attacks.targeted_catalog`,
-backdoor(...) and model_replacement(...) (digits only), at the --update_fractions: each such row holds its final
+--corruptions also takes the targeted attacks (backdoors) of `tff_robust.core.attacks.targeted_catalog`
+(backdoor(...), model_replacement(...), ...; digits only), at the --update_fractions: each such row holds its final
 attack success rate, and with --rounds_after_attack=N > 0 its attackers stop after round total_rounds - N, where
 every run is also evaluated (`experiments.targeted_runs` defines the columns).
 --defences adds defence chains of the registry (`tff_robust.aggregators.defences`), each run as fedavg with that
@@ -353,17 +354,21 @@ def main(argv):
                                                    unit='run'):
     attack = update_attacks.get(kind)
     config = _config(algorithm, fraction, defences)
-    if (algorithm, config, attack) not in processes:
-      processes[(algorithm, config, attack)] = algorithms.build_learning_process(
+    # One process per setting, shared by the seeds, unless the chain's noise takes the run's seed (weak_dp, flame).
+    process_seed = seed if config.defence is not None and defence_registry.uses_run_seed(config.defence) else 0
+    alpha = targeted_runs.attacker_alpha(kind)  # constrain-and-scale's attackers train another objective
+    key = (algorithm, config, attack, process_seed, alpha)
+    if key not in processes:
+      processes[key] = algorithms.build_learning_process(
           'fedavg' if algorithm in defences else algorithm, task.model_fn, config,
-          clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack,
+          clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack, seed=process_seed, attacker_alpha=alpha,
       )
     corrupted = corruption.select_corrupted_clients(task, fraction, seed)
     total_rounds, rounds_after_attack = _TOTAL_ROUNDS.value, _ROUNDS_AFTER_ATTACK.value
     run_name = f'{defence_registry.path_component(algorithm)}_{_path_component(kind)}_{fraction:g}_seed{seed}'
     run_dir = os.path.join(output_dir, 'runs', run_name)
     summary = training_loop.run_training(
-        processes[(algorithm, config, attack)], task,
+        processes[key], task,
         corruption.make_client_data_fn(
             task, kind, corrupted, window=targeted_runs.window(kind, total_rounds, rounds_after_attack)),
         total_rounds=total_rounds, clients_per_round=_CLIENTS_PER_ROUND.value,

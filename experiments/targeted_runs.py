@@ -68,6 +68,11 @@ def check(kinds: Sequence[str], *, task: str, total_rounds: int, rounds_after_at
                      'the attackers need at least one round (rounds_after_attack < total_rounds)')
 
 
+def attacker_alpha(kind: str) -> Optional[float]:
+  """constrain-and-scale's alpha (its attackers' weight of their class loss) if `kind` is that attack, else None."""
+  return targeted_catalog.parse(kind).attacker_alpha() if is_targeted(kind) else None
+
+
 def attack_end_round(total_rounds: int, rounds_after_attack: int) -> int:
   """T = total_rounds - N, the last round of a targeted attack (total_rounds when N = 0)."""
   return total_rounds - rounds_after_attack

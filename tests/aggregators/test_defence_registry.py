@@ -92,6 +92,17 @@ def test_defaults_of_f_and_beta_come_from_the_build():
   assert trimmed.arguments(clients_per_round=10, num_byzantine=2) == {'beta': 0.2}
 
 
+@pytest.mark.parametrize('name', ['weak_dp', 'flame'])
+def test_an_unset_noise_seed_is_the_builds_and_a_set_one_is_kept(name):
+  unset, chosen = defences.parse(name).rule, defences.parse(f'{name}(seed=5)').rule
+  assert unset.arguments(clients_per_round=10, num_byzantine=0, seed=3)['seed'] == 3
+  assert unset.arguments(clients_per_round=10, num_byzantine=0)['seed'] == 0
+  assert chosen.arguments(clients_per_round=10, num_byzantine=0, seed=3)['seed'] == 5
+  assert registry.uses_run_seed(f'rlr>{name}') and not registry.uses_run_seed(f'rlr>{name}(seed=5)')
+  assert not registry.uses_run_seed('arc>gm')
+
+
+
 def test_a_list_of_specs_splits_on_semicolons():
   chains = defences.parse_list('arc>gm; bucketing(s=2)>centered_clipping(tau=0.3,iters=3);')
   assert [str(c) for c in chains] == ['arc>gm', 'bucketing(s=2)>centered_clipping(tau=0.3,iters=3)']

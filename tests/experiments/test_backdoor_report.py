@@ -4,6 +4,7 @@ results file without any targeted attack refused by name."""
 import csv
 
 from tests import fork_server
+from tff_robust.core.attacks import targeted_catalog
 from tests.experiments import test_backdoor_tables
 
 
@@ -32,5 +33,6 @@ def test_a_results_file_without_a_targeted_attack_is_refused(tmp_path):
   _write(tmp_path / 'results.csv', rows)
   result = fork_server.python_m('experiments.backdoor_report', [f'--results={tmp_path}/results.csv'], timeout=300)
   assert result.returncode != 0
-  assert 'rows hold no targeted attack (backdoor, model_replacement): a backdoor table needs one' in result.stderr
+  names = ', '.join(targeted_catalog.TARGETED_ATTACK_NAMES)
+  assert f'rows hold no targeted attack ({names}): a backdoor table needs one' in result.stderr
   assert not (tmp_path / 'backdoor.md').exists()

@@ -215,17 +215,18 @@ def _metrics(run_dir) -> dict:
 @pytest.mark.slow
 def test_targeted_attacks_give_the_asr_at_the_attacks_end_and_after_it_and_a_backdoor_table(tmp_path):
   """Attackers in round 1 of 2 (--rounds_after_attack=1): every run is evaluated at rounds 1 and 2; a row holds the
-  round-1 evaluation as *_at_attack_end and the final ASR; the clean run has no ASR. The same command resumes."""
-  flags = ('--corruptions=backdoor(size=4),model_replacement(size=4.0)', '--update_fractions=0,0.1', '--seeds=0',
+  round-1 evaluation as *_at_attack_end and the final ASR; the clean run has no ASR. Constrain-and-scale runs (its
+  boost and its attackers' objective reach the process). The same command resumes."""
+  flags = ('--corruptions=backdoor(size=4),constrain_and_scale(size=4.0)', '--update_fractions=0,0.1', '--seeds=0',
            '--total_rounds=2', '--rounds_after_attack=1')
   result = _sweep(tmp_path, *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   rows = _results(tmp_path)
   assert [(r['corruption'], r['fraction']) for r in rows] == [
-      ('none', '0.0'), ('backdoor(size=4)', '0.1'), ('model_replacement(size=4)', '0.1')]
+      ('none', '0.0'), ('backdoor(size=4)', '0.1'), ('constrain_and_scale(size=4)', '0.1')]
   runs = tmp_path / 's' / 'runs'
   for row, run in zip(rows, ('fedavg_none_0_seed0', 'fedavg_backdoor-size=4_0.1_seed0',
-                             'fedavg_model_replacement-size=4_0.1_seed0')):
+                             'fedavg_constrain_and_scale-size=4_0.1_seed0')):
     evaluations = _metrics(runs / run)
     assert (row['rounds_after_attack'], row['attack_end_round']) == ('1', '1')
     assert float(row['accuracy_at_attack_end']) == float(evaluations[1][0])
@@ -248,5 +249,6 @@ def test_a_durability_window_that_does_not_fit_in_the_rounds_is_a_usage_error(tm
   """The sweep's refusal (`targeted_runs.check`, whose other refusals its tests name) reaches the command line."""
   result = _sweep(tmp_path, '--corruptions=backdoor', '--total_rounds=2', '--rounds_after_attack=2')
   assert result.returncode != 0, result.stderr[-2000:]
-  assert '--rounds_after_attack=2 does not fit in --total_rounds=2: the attackers need at least one round' in result.stderr
+  message = '--rounds_after_attack=2 does not fit in --total_rounds=2: the attackers need at least one round'
+  assert message in result.stderr
   assert not (tmp_path / 's').exists()  # refused before the sweep started

@@ -5,6 +5,7 @@ import pytest
 
 from experiments import targeted_runs
 from tff_robust.core import corruption as core_corruption
+from tff_robust.core.attacks import targeted_catalog
 
 _OK = dict(task='digits', total_rounds=50, rounds_after_attack=20, server_learning_rate=1.0)
 
@@ -14,7 +15,7 @@ _OK = dict(task='digits', total_rounds=50, rounds_after_attack=20, server_learni
      '--rounds_after_attack=50 does not fit in --total_rounds=50: the attackers need at least one round'),
     (['omniscient', 'data'], {},
      '--rounds_after_attack=20 measures how long a backdoor lasts after its attackers stop: it needs a targeted attack '
-     'in --corruptions (backdoor, model_replacement)'),
+     f'in --corruptions ({", ".join(targeted_catalog.TARGETED_ATTACK_NAMES)})'),
     (['backdoor'], dict(task='synthetic_regression'),
      '--corruptions=backdoor: backdoor applies to the tasks with a pixel trigger (digits), not '
      '--task=synthetic_regression'),
@@ -32,6 +33,13 @@ def test_what_the_sweep_cannot_run_is_refused_by_flag(kinds, changes, message):
 def test_a_runnable_sweep_passes_the_check():
   targeted_runs.check(['backdoor(size=4)', 'model_replacement', 'omniscient'], **_OK)
   targeted_runs.check(['omniscient'], **dict(_OK, rounds_after_attack=0))
+
+
+def test_constrain_and_scale_gives_its_alpha_and_the_other_corruptions_none():
+  assert targeted_runs.attacker_alpha('constrain_and_scale(alpha=0.5)') == 0.5
+  assert targeted_runs.attacker_alpha('constrain_and_scale') == targeted_catalog.DEFAULT_ALPHA
+  assert [targeted_runs.attacker_alpha(kind) for kind in ('backdoor', 'model_replacement', 'omniscient', 'none')] == [
+      None] * 4
 
 
 def test_only_targeted_attacks_get_a_window_ending_n_rounds_before_the_end():

@@ -98,3 +98,11 @@ def test_a_new_component_is_one_implementation_and_one_registry_entry(monkeypatc
   np.testing.assert_allclose(result, np.eye(3, 5).sum(axis=0) * 2.0 / 3.0, rtol=1e-6)  # each clipped to 2
   rule = defences.stacked_rule(config.defence, clients_per_round=CLIENTS, num_byzantine=0)
   np.testing.assert_allclose(rule(points, weights, np.zeros(5)), result, rtol=1e-6)
+
+
+def test_the_runs_seed_reaches_the_defence_chain_for_its_noise(monkeypatch):
+  built = {}
+  monkeypatch.setattr(defences, 'build_factory', lambda spec, **kwargs: built.update(spec=spec, **kwargs))
+  config = algorithms.AlgorithmConfig(defence='rlr>weak_dp')
+  algorithms.check_settings('fedavg', config, clients_per_round=10, seed=7)
+  assert built['spec'] == 'rlr>weak_dp' and built['seed'] == 7

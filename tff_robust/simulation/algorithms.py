@@ -101,16 +101,18 @@ def defence_spec(name: str, config: AlgorithmConfig) -> str:
 
 
 def model_aggregator(
-    name: str, config: AlgorithmConfig, clients_per_round: Optional[int] = None
+    name: str, config: AlgorithmConfig, clients_per_round: Optional[int] = None, seed: int = 0
 ) -> Optional[tff.aggregators.WeightedAggregationFactory]:
   """The server aggregation of algorithm `name` (None for the sign-vote algorithms, which build their own).
 
   The `DEFENCE_ALGORITHM_NAMES` build their chain of the defence registry (`defence_spec`; `config.defence` for
-  `fedavg` if set) with f = `config.num_byzantine`. Chains with bucketing or ARC need `clients_per_round`.
+  `fedavg` if set) with f = `config.num_byzantine` and the run's `seed` (the noise of `weak_dp` and `flame` unless
+  their spec sets one). Chains with bucketing or ARC need `clients_per_round`.
   """
   if name in DEFENCE_ALGORITHM_NAMES:
     spec = config.defence if config.defence is not None else defence_spec(name, config)
-    return defences.build_factory(spec, clients_per_round=clients_per_round, num_byzantine=config.num_byzantine)
+    return defences.build_factory(spec, clients_per_round=clients_per_round, num_byzantine=config.num_byzantine,
+                                  seed=seed)
   if name in ('delta_fl', 'local_only', 'fedsgd', 'fedprox'):
     return tff.aggregators.MeanFactory(no_nan_division=True)
   if name.startswith('fedplus_'):
@@ -127,9 +129,10 @@ def model_aggregator(
 
 def check_settings(
     name: str, config: AlgorithmConfig, *, clients_per_round: Optional[int] = None,
-    update_attack: Optional[str] = None,
+    update_attack: Optional[str] = None, seed: int = 0,
 ) -> Optional[tff.aggregators.WeightedAggregationFactory]:
-  """Raises ValueError if algorithm `name` cannot run with these settings; else returns its model aggregator.
+  """Raises ValueError if algorithm `name` cannot run with these settings; else returns its model aggregator
+  (`model_aggregator`, built with `seed`).
 
   Builds no TFF computation, so a runner can reject a configuration before any compute is spent: an unknown
   name, a cohort of `clients_per_round` too small for a gather-based rule, an update attack on an algorithm
@@ -141,7 +144,7 @@ def check_settings(
   """
   if config.defence is not None and name != 'fedavg':
     raise ValueError(f'a defence ({config.defence!r}) is the aggregator of fedavg; {name} has its own')
-  aggregator = model_aggregator(name, config, clients_per_round)
+  aggregator = model_aggregator(name, config, clients_per_round, seed)
   if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
     try:
       aggregator.check_clients_per_round(clients_per_round)
@@ -228,7 +231,8 @@ def build_learning_process(
   Raises:
     ValueError: for settings `check_settings` rejects.
   """
-  aggregator = check_settings(name, config, clients_per_round=clients_per_round, update_attack=update_attack)
+  aggregator = check_settings(name, config, clients_per_round=clients_per_round, update_attack=update_attack,
+                              seed=seed)
   if attacker_alpha is not None and update_attack is None:
     raise ValueError('attacker_alpha (constrain-and-scale\'s attackers) needs an update attack (their boost)')
   client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.client_learning_rate)

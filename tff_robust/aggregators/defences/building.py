@@ -33,6 +33,7 @@ def build_factory(
     clients_per_round: Optional[int],
     num_byzantine: int,
     secure_bounds: Optional[implementations.SecureBounds] = None,
+    seed: int = 0,
 ) -> tff.aggregators.WeightedAggregationFactory:
   """The factory of the chain: its rule's factory, wrapped by each pre-aggregator's from the last to the first.
 
@@ -43,6 +44,8 @@ def build_factory(
     num_byzantine: f, what the parameters `f` default to.
     secure_bounds: if set, every sum of client values is a secure sum within these bounds, so that
       `privacy.assert_client_values_aggregated_securely` passes; the chain must be secure (`registry.is_secure`).
+    seed: what the parameters `seed` (the server noise of `weak_dp` and `flame`) default to: the run's seed, so
+      that runs of different seeds draw different noise.
 
   Raises:
     ValueError: for a bad spec, counts out of range, or `secure_bounds` with a chain that gathers updates.
@@ -54,7 +57,7 @@ def build_factory(
                      f'{", ".join(registry.non_secure_components(chain))} gathers the client updates')
   factory = None
   for component in reversed(chain.components):
-    arguments = component.arguments(clients_per_round=clients_per_round, num_byzantine=num_byzantine)
+    arguments = component.arguments(clients_per_round=clients_per_round, num_byzantine=num_byzantine, seed=seed)
     factory = implementation(component).build(arguments, factory, context)
   return factory
 

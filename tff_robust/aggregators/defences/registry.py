@@ -31,12 +31,13 @@ RULE = 'rule'
 # What an unset parameter is derived from at build time (`Param.default_from`).
 FROM_NUM_BYZANTINE = 'num_byzantine'
 FROM_BYZANTINE_SHARE = 'num_byzantine / clients_per_round'
+FROM_RUN_SEED = 'the run seed'
 
 
 @dataclasses.dataclass(frozen=True)
 class Param:
   """A parameter of a component: `kind` int, float or str; unset, it is `default`, or with `default_from` the
-  build's `FROM_NUM_BYZANTINE` or `FROM_BYZANTINE_SHARE`."""
+  build's `FROM_NUM_BYZANTINE`, `FROM_BYZANTINE_SHARE` or `FROM_RUN_SEED`."""
 
   name: str
   kind: type
@@ -122,7 +123,8 @@ _BACKDOOR = 'tff_robust.aggregators.defences.backdoor_defences'
 
 
 def _seed() -> Param:
-  return Param('seed', int, 0, 'seeds the noise drawn at the server (a run is reproducible from it)', minimum=0)
+  return Param('seed', int, 0, 'seeds the noise drawn at the server (a run is reproducible from it); unset: the '
+               'seed the chain is built with (the runner\'s --seed)', minimum=0, default_from=FROM_RUN_SEED)
 
 REGISTRY = {entry.name: entry for entry in (
     Entry('clipping', PRE_AGGREGATOR, f'{_PRE}:CLIPPING', True,
@@ -216,9 +218,9 @@ class Component:
   def entry(self) -> Entry:
     return REGISTRY[self.name]
 
-  def arguments(self, *, clients_per_round: Optional[int], num_byzantine: int) -> dict:
+  def arguments(self, *, clients_per_round: Optional[int], num_byzantine: int, seed: int = 0) -> dict:
     """Every parameter's value: as set, else its default or what `Param.default_from` derives it from (`f`:
-    `num_byzantine`; `trimmed_mean`'s `beta`: num_byzantine / clients_per_round)."""
+    `num_byzantine`; `trimmed_mean`'s `beta`: num_byzantine / clients_per_round; the noise's `seed`: `seed`)."""
     arguments = dict(self.params)
     for param in self.entry.params:
       if param.name in arguments:
@@ -230,6 +232,8 @@ class Component:
           raise ValueError(f'{self.name} without {param.name} needs clients_per_round: {param.name} = '
                            f'{FROM_BYZANTINE_SHARE}')
         arguments[param.name] = num_byzantine / clients_per_round
+      elif param.default_from == FROM_RUN_SEED:
+        arguments[param.name] = seed
       else:
         arguments[param.name] = param.default
     return {param.name: arguments[param.name] for param in self.entry.params}
@@ -337,6 +341,13 @@ def non_secure_components(spec_or_chain: Union[str, DefenceChain]) -> list:
 def is_secure(spec_or_chain: Union[str, DefenceChain]) -> bool:
   """Whether every component of the chain is secure-compatible (built with secure sums, nothing gathered)."""
   return not non_secure_components(spec_or_chain)
+
+
+def uses_run_seed(spec_or_chain: Union[str, DefenceChain]) -> bool:
+  """Whether a component of the chain leaves its `seed` to the build (`FROM_RUN_SEED`: the noise of `weak_dp` and
+  `flame`), so that a factory built for one run's seed draws other noise than another's."""
+  return any(param.default_from == FROM_RUN_SEED and param.name not in dict(component.params)
+             for component in as_chain(spec_or_chain).components for param in component.entry.params)
 
 
 def path_component(spec: str) -> str:

@@ -6,7 +6,7 @@ grouped into families by their spec without parameters (`weak_dp(m=1.0,sigma=0.0
   worst ASR  the largest mean validation ASR over the targeted attacks at rho (`backdoor_tables.worst_asr`);
   accuracy   the mean clean validation accuracy (rho = 0).
 Within a family, the eligible candidates are those whose worst ASR is at most the family's lowest worst ASR plus
-`tolerance` (0.05: about 13 of the ~260 triggered validation inputs of the digits task's 20% split); the chosen one
+`tolerance` (0.05: 13 of the 254 triggered validation inputs of the digits task's 20% split); the chosen one
 is the eligible candidate of highest accuracy, then of lower worst ASR, then the first listed. So a setting that
 resists the backdoor best is kept unless another one within `tolerance` of it is more accurate. A candidate missing
 its clean run or a targeted attack at rho is not eligible (its worst ASR is unknown) and is listed as such.

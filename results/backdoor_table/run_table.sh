@@ -10,7 +10,7 @@
 # Each stage is one robustness_sweep directory: the same command resumes it (finished runs are kept, a grown grid adds
 # only its new runs), so the script can be rerun as it is until the table is done. One sweep at a time: one TFF
 # worker already uses both cores (NOTES.md: two unpinned workers on 2 cores are slower than one). nice 19.
-# Every setting can be overridden from the environment, e.g. the smoke test of the script's path (README):
+# Every setting can be overridden from the environment (DRY_RUN=1 prints the estimate only), e.g. the smoke test of the script's path (README):
 #   OUT=/tmp/backdoor_smoke ROUNDS=1 AFTER=1 EPOCHS=1 SEEDS=0 RHOS=0.1 ATTACKS='backdoor(size=4)' \
 #     GRID_WEAK_DP='weak_dp(m=1,sigma=0.001)' GRID_RLR='rlr(theta=4)>mean' GRID_FLAME='flame' \
 #     bash results/backdoor_table/run_table.sh
@@ -18,19 +18,19 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root
 export PYTHONPATH=$PWD
 out=${OUT:-results/backdoor_table}
-rounds=${ROUNDS:-30}         # rounds with attackers (validation: the whole run)
+rounds=${ROUNDS:-40}         # rounds with attackers (validation: the whole run)
 after=${AFTER:-20}           # honest rounds after them (test only)
 epochs=${EPOCHS:-5}
 seeds=${SEEDS:-0,1,2}
 rhos=${RHOS:-0.05,0.1}
 validation_rho=${VALIDATION_RHO:-0.1}
 # The targeted attacks: data, not code (any spec of tff_robust.core.attacks.targeted_catalog, comma-separated).
-attacks=${ATTACKS:-'backdoor(size=4),model_replacement(size=4)'}
+attacks=${ATTACKS:-'backdoor(size=4),model_replacement(size=4),constrain_and_scale(size=4),neurotoxin(size=4)'}
 grid_weak_dp=${GRID_WEAK_DP:-'weak_dp(m=0.25,sigma=0.001);weak_dp(m=0.25,sigma=0.01);weak_dp(m=0.5,sigma=0.001);weak_dp(m=0.5,sigma=0.01);weak_dp(m=1,sigma=0.001);weak_dp(m=1,sigma=0.01)'}
 grid_rlr=${GRID_RLR:-'rlr(theta=2)>mean;rlr(theta=4)>mean;rlr(theta=6)>mean'}
 grid_flame=${GRID_FLAME:-'flame(lambda=0.001);flame(lambda=0.01)'}
-# Cost model of the estimate printed below (README: FedAvg's two validation runs took 36 s for 60 rounds, builds
-# included; RFA, FLAME and the chains cost more a round): seconds a round, and a run's own (its builds, evaluations).
+# Cost model of the estimate printed below (README: FedAvg's two validation runs took about 40 s for 80 rounds,
+# builds included; RFA, FLAME and the chains cost more a round): seconds a round, and a run's own (builds, evaluations).
 seconds_per_round=${SECONDS_PER_ROUND:-1}
 seconds_per_run=${SECONDS_PER_RUN:-10}
 mkdir -p "$out"
@@ -50,6 +50,7 @@ hours() {  # runs, rounds a run
 echo "validation: $validation_runs runs of $rounds rounds (~$(hours $validation_runs "$rounds") h); test: $test_runs" \
   "runs of $((rounds + after)) rounds (~$(hours $test_runs $((rounds + after))) h), at ~$seconds_per_round s a round" \
   "and $seconds_per_run s a run; finished runs are skipped"
+if [ -n "${DRY_RUN:-}" ]; then exit 0; fi  # DRY_RUN=1: the estimate only
 
 common=(--task=digits --clients_per_round=10 --client_epochs_per_round="$epochs" --client_batch_size=16
   --client_learning_rate=0.1 --server_learning_rate=1 "--corruptions=$attacks" --root_output_dir="$out")

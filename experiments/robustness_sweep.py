@@ -148,6 +148,7 @@ _ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
 _ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
 _EXPERIMENT_NAME = flags.DEFINE_string('experiment_name', 'robustness_sweep', 'Subdirectory of the sweep.')
 
+
 def _parsed(values, kind, flag):
   try:
     return [kind(v) for v in values]
@@ -345,6 +346,7 @@ def main(argv):
     raise app.UsageError(f'{error}; give a new --experiment_name') from None
   run_settings.record(output_dir, _per_run_settings())
   processes = {}
+  asr_evaluators = {}  # one per targeted attack, shared by its runs (a new one traces its evaluation again)
   initial_model_weights = initial_weights.drawn(task.model_fn, 0)  # _INITIAL_MODEL
   runs = list(_runs(_ALGORITHMS.value + list(defences), corruptions, data_fractions, update_fractions, seeds))
   finished = {sweep_results.run_key(row): row for row in sweep_results.read_finished(output_dir)}
@@ -363,6 +365,8 @@ def main(argv):
           'fedavg' if algorithm in defences else algorithm, task.model_fn, config,
           clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack, seed=process_seed, attacker_alpha=alpha,
       )
+    if kind not in asr_evaluators:
+      asr_evaluators[kind] = corruption.attack_success_evaluator(task, kind)
     corrupted = corruption.select_corrupted_clients(task, fraction, seed)
     total_rounds, rounds_after_attack = _TOTAL_ROUNDS.value, _ROUNDS_AFTER_ATTACK.value
     run_name = f'{defence_registry.path_component(algorithm)}_{_path_component(kind)}_{fraction:g}_seed{seed}'
@@ -375,7 +379,7 @@ def main(argv):
         rounds_per_eval=targeted_runs.rounds_per_eval(total_rounds, rounds_after_attack), seed=seed,
         show_progress=False, rounds_per_checkpoint=_ROUNDS_PER_CHECKPOINT.value,
         initial_model_weights=initial_model_weights, output_dir=run_dir,
-        attack_success_evaluator=corruption.attack_success_evaluator(task, kind),
+        attack_success_evaluator=asr_evaluators[kind],
     )
     row = dict(
         algorithm=algorithm, corruption=kind, fraction=fraction, seed=seed,

@@ -110,10 +110,10 @@ def test_a_sweep_recorded_before_the_server_and_validation_flags_resumes_at_thei
   path = tmp_path / 's' / 'run_settings.json'
   recorded = json.loads(path.read_text())
   added = ('server_learning_rate', 'centered_clipping_radius', 'centered_clipping_iterations',
-           'norm_filter_multiplier', 'validation_fraction')
+           'norm_filter_multiplier', 'validation_fraction', 'rounds_after_attack')
   assert {name: recorded[name] for name in added} == dict(
       server_learning_rate=1.0, centered_clipping_radius=1.0, centered_clipping_iterations=3,
-      norm_filter_multiplier=2.0, validation_fraction=None,
+      norm_filter_multiplier=2.0, validation_fraction=None, rounds_after_attack=0,
   )
   path.write_text(json.dumps({name: value for name, value in recorded.items() if name not in added}))
   resumed = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')

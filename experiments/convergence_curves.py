@@ -1,5 +1,6 @@
 """Test accuracy against secure-average oracle calls and against rounds (RFA Fig. 4) from runs' metrics.csv; for
-Delta-FL runs, the test accuracy and the test-device error's 90th percentile and mean against rounds.
+Delta-FL runs, the test accuracy and the test-device error's 90th percentile and mean against rounds; for runs of a
+targeted attack (a backdoor), the test accuracy and the attack success rate against rounds (`asr_curves`).
 
 The RFA paper measures communication in calls to the secure-average oracle (notes §3.8): FedAvg and SGD make one
 per round, RFA up to R = 3 (its Weiszfeld passes), so RFA "needs 3x the oracle calls of FedAvg" at rho = 0 while
@@ -24,6 +25,11 @@ from experiments import setting_groups
 from tff_robust.simulation import run_settings
 
 
+# Targeted attacks' curves (runs that report an attack success rate): metrics.csv column -> axis label.
+ASR_METRICS = {
+    'eval/accuracy': 'test accuracy (%)',
+    'eval/attack_success_rate': 'attack success rate (%)',
+}
 # Delta-FL's curves: metrics.csv column -> axis label (each a fraction, drawn in %).
 DFL_METRICS = {
     'eval/accuracy': 'test accuracy (%)',
@@ -70,6 +76,14 @@ def load_curves(inputs: Iterable[str], kind: str = 'rfa', metric: str = 'eval/ac
   curves = [load_curve(root, metric)
             for root in paper_tables.run_directories(inputs, ('summary.json', 'metrics.csv'))]
   return [curve for curve in curves if curve.rounds and curve.record.kind == kind]
+
+
+def asr_curves(inputs: Iterable[str]) -> dict[str, list[Curve]]:
+  """{metric of `ASR_METRICS`: its curves} of every run below `inputs` (of either kind) that evaluated an attack
+  success rate: the accuracy and the ASR of the same runs."""
+  runs = [curve.record.source for kind in ('rfa', 'dfl')
+          for curve in load_curves(inputs, kind=kind, metric='eval/attack_success_rate')]
+  return {metric: [load_curve(run, metric) for run in runs] for metric in ASR_METRICS}
 
 
 def seed_band(curves: Sequence[Curve], x: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -114,6 +114,8 @@ FLAG_USERS: dict[str, Users | AnyOf] = {
     'straggler_fraction': _LOCAL_EPOCHS,
     'max_client_examples': _LOCAL_EPOCHS,
     'corruption_fraction': Users('corruption', all_but=('none',)),
+    'corruption_start_round': Users('corruption', all_but=('none',)),
+    'corruption_end_round': Users('corruption', all_but=('none',)),
     'alie_z': Users('corruption', ('alie',)),
     'ipm_epsilon': Users('corruption', ('ipm',)),
 }

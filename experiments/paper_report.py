@@ -17,7 +17,9 @@ Writes to --output_dir:
   dfl_device_histograms.png   Delta-FL Fig. 4: histograms of the per-device test error and training loss, one
       row per task x method (from the devices.csv of run directories; experiments/device_histograms.py);
   dfl_metrics_vs_rounds.png   Delta-FL runs' test accuracy and test-device error p90 and mean against rounds,
-      one line per method (from the metrics.csv of run directories; experiments/convergence_curves.py).
+      one line per method (from the metrics.csv of run directories; experiments/convergence_curves.py);
+  asr_vs_rounds.png   runs of a targeted attack (a backdoor): test accuracy and the attack success rate
+      (eval/attack_success_rate) against rounds, one panel per task x attack x rho, one line per method.
 A file is written only when some input has runs of its kind. The table logic is experiments/paper_tables.py.
 Runs are averaged over seeds only where they differ in nothing else: runs that differ in a recorded setting
 (run_settings.json, summary.json) are reported apart, titled with what differs (experiments/setting_groups.py);
@@ -59,6 +61,9 @@ def main(argv):
     for metric_curves in dfl_curves.values():
       convergence_curves.convergence_panels(metric_curves)
     device_values, labels = device_histograms.load_from_runs(_INPUTS.value)
+    backdoor_curves = convergence_curves.asr_curves(_INPUTS.value)
+    for metric_curves in backdoor_curves.values():
+      convergence_curves.convergence_panels(metric_curves)
   except (OSError, ValueError, KeyError) as error:
     raise app.UsageError(f'--inputs: {error}') from error
   if not records:
@@ -86,6 +91,10 @@ def main(argv):
     convergence_curves.plot_against_rounds(dfl_curves, convergence_curves.DFL_METRICS,
                                            os.path.join(_OUTPUT_DIR.value, 'dfl_metrics_vs_rounds.png'))
     written.append('dfl_metrics_vs_rounds.png')
+  if backdoor_curves['eval/attack_success_rate']:
+    convergence_curves.plot_against_rounds(backdoor_curves, convergence_curves.ASR_METRICS,
+                                           os.path.join(_OUTPUT_DIR.value, 'asr_vs_rounds.png'))
+    written.append('asr_vs_rounds.png')
   if labels:
     device_histograms.plot_histograms(device_values, labels,
                                       os.path.join(_OUTPUT_DIR.value, 'dfl_device_histograms.png'))

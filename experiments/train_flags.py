@@ -30,6 +30,8 @@ from experiments import flag_users
 from experiments import runtime_flags
 from experiments import task_flags
 from tff_robust.aggregators.defences import registry as defence_registry
+from tff_robust.core.attacks import backdoor
+from tff_robust.core.attacks import targeted_catalog
 from tff_robust.runtime import gpu_placement
 from tff_robust.runtime import worker_binaries
 from tff_robust.runtime import worker_tls
@@ -129,13 +131,32 @@ def _client_pipeline_flags_are_valid(flag_values: dict) -> bool:
 
 
 def _corruption_flags_are_valid(flag_values: dict) -> bool:
-  """Label flipping needs a task with class labels (an attack's parameters need their attack: the table)."""
-  corruption = flag_values['corruption']
-  if corruption == 'label_flipping' and flag_values['task'] not in task_names.LABEL_FLIPPING_TASK_NAMES:
+  """Label flipping needs a task with class labels; a targeted attack a task with a pixel trigger that its trigger
+  fits (target a class, patch within the input), model replacement's boost a server learning rate > 0, and
+  constrain-and-scale no client learning-rate schedule (an attack's parameters need their attack: the table)."""
+  corruption, task = flag_values['corruption'], flag_values['task']
+  if corruption == 'label_flipping' and task not in task_names.LABEL_FLIPPING_TASK_NAMES:
     raise flags.ValidationError(
         f'--corruption=label_flipping applies to the tasks with class labels '
-        f'({", ".join(task_names.LABEL_FLIPPING_TASK_NAMES)}), not --task={flag_values["task"]}'
+        f'({", ".join(task_names.LABEL_FLIPPING_TASK_NAMES)}), not --task={task}'
     )
+  targeted = targeted_catalog.lookup(corruption)  # its spelling is the --corruption validator's
+  if targeted is None:
+    return True
+  if task not in task_names.BACKDOOR_TASKS:
+    raise flags.ValidationError(f'--corruption={corruption}: {targeted.name} applies to the tasks with a pixel '
+                                f'trigger ({", ".join(task_names.BACKDOOR_TASKS)}), not --task={task}')
+  image_shape, num_classes = task_names.BACKDOOR_TASKS[task]
+  try:
+    backdoor.check_trigger(targeted.trigger(), image_shape, num_classes)
+  except ValueError as error:
+    raise flags.ValidationError(f'--corruption={corruption}: {error} for --task={task}') from None
+  if targeted.update_attack() is not None and not flag_values['server_learning_rate'] > 0:
+    raise flags.ValidationError(f'--corruption={corruption} boosts by the server learning rate: it needs '
+                                f'--server_learning_rate > 0, got {flag_values["server_learning_rate"]}')
+  if targeted.attacker_alpha() is not None and flag_values['client_lr_decay'] != 1.0:
+    raise flags.ValidationError(f'--corruption={corruption} trains its attackers in a client work without a '
+                                'client learning-rate schedule: --client_lr_decay must be 1')
   return True
 
 
@@ -160,7 +181,8 @@ flags.register_multi_flags_validator(
     ('client_epochs_per_round', 'minibatch_fraction', 'straggler_fraction', 'max_client_examples'),
     _client_pipeline_flags_are_valid,
 )
-flags.register_multi_flags_validator(('corruption', 'task'), _corruption_flags_are_valid)
+flags.register_multi_flags_validator(('corruption', 'task', 'server_learning_rate', 'client_lr_decay'),
+                                     _corruption_flags_are_valid)
 flags.register_multi_flags_validator(
     ('task', *(flag.name for flag in task_flags.TASK_OPTION_FLAGS)), _task_options_are_valid
 )

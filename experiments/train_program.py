@@ -35,9 +35,9 @@ from tff_robust.tasks import base
 # Flags named like the `AlgorithmConfig` fields they set.
 _CONFIG_FLAGS = tuple(field.name for field in dataclasses.fields(algorithms.AlgorithmConfig))
 _HEADLINE_METRICS = (
-    'eval/accuracy', 'eval/mse', 'eval/loss', 'eval/error_mean', 'eval/error_p90', 'personal/loss_mean',
-    'personal/error_mean', 'personal_honest/error_mean', 'personal_corrupted/error_mean', 'rounds',
-    'secure_average_calls', 'nonfinite_model_round', 'rounds_without_counted_update', 'no_counted_update_stop_round',
+    'eval/accuracy', 'eval/attack_success_rate', 'eval/mse', 'eval/loss', 'eval/error_mean', 'eval/error_p90',
+    'personal/loss_mean', 'personal/error_mean', 'personal_honest/error_mean', 'personal_corrupted/error_mean',
+    'rounds', 'secure_average_calls', 'nonfinite_model_round', 'rounds_without_counted_update', 'no_counted_update_stop_round',
 )
 
 
@@ -45,6 +45,11 @@ def _algorithm_config() -> algorithms.AlgorithmConfig:
   settings = {name: flags.FLAGS[name].value for name in _CONFIG_FLAGS}
   settings['num_selected'] = settings['num_selected'] or None  # 0: the rule's default
   return algorithms.AlgorithmConfig(**settings)
+
+
+def _update_attack_spec():
+  """The update attack --corruption runs (a targeted attack's update half assumes --server_learning_rate), or None."""
+  return corruption_flags.update_attack_spec(flags.FLAGS.server_learning_rate)
 
 
 def _cohort_transform():
@@ -99,7 +104,7 @@ def check_settings(task: base.Task) -> int:
   try:
     algorithms.check_settings(
         algorithm, _algorithm_config(), clients_per_round=clients_per_round,
-        update_attack=corruption_flags.update_attack_spec(),
+        update_attack=_update_attack_spec(),
     )
   except ValueError as error:
     defence = algorithm_flags.DEFENCE.value
@@ -123,7 +128,11 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
       corruption=corruption_flags.CORRUPTION.value,
       corruption_fraction=corruption_flags.CORRUPTION_FRACTION.value,
       corruption_weight_share=corruption.corrupted_weight_share(task, corrupted),
-      **({'attack': corruption_flags.update_attack_spec()} if corruption_flags.update_attack_spec() is not None else {}),
+      **({'attack': _update_attack_spec()} if _update_attack_spec() is not None else {}),
+      **({'corruption_start_round': corruption_flags.CORRUPTION_START_ROUND.value}
+         if corruption_flags.CORRUPTION_START_ROUND.value != 1 else {}),
+      **({'corruption_end_round': corruption_flags.CORRUPTION_END_ROUND.value}
+         if corruption_flags.CORRUPTION_END_ROUND.value is not None else {}),
       **({'alie_z': corruption_flags.ALIE_Z.value} if corruption_flags.ALIE_Z.value is not None else {}),
       **({'ipm_epsilon': corruption_flags.IPM_EPSILON.value} if corruption_flags.CORRUPTION.value == 'ipm' else {}),
       **{flag.name: flag.value for flag in task_flags.TASK_OPTION_FLAGS if flag.value is not None},
@@ -162,7 +171,7 @@ def _train(task, clients_per_round: int) -> dict:
   algorithm, seed = algorithm_flags.ALGORITHM.value, train_flags.SEED.value
   process = algorithms.build_learning_process(
       algorithm, task.model_fn, _algorithm_config(), clients_per_round=clients_per_round,
-      update_attack=corruption_flags.update_attack_spec(), seed=seed,
+      update_attack=_update_attack_spec(), seed=seed, attacker_alpha=corruption_flags.attacker_alpha(),
   )
   output_dir = train_flags.output_dir()
   if train_flags.OVERWRITE.value and os.path.exists(output_dir):
@@ -176,7 +185,8 @@ def _train(task, clients_per_round: int) -> dict:
   return training_loop.run_training(
       process,
       task,
-      corruption.make_client_data_fn(task, corruption_flags.CORRUPTION.value, corrupted, in_memory=True),
+      corruption.make_client_data_fn(task, corruption_flags.CORRUPTION.value, corrupted, in_memory=True,
+                                     window=corruption_flags.attack_window()),
       total_rounds=train_flags.TOTAL_ROUNDS.value,
       clients_per_round=clients_per_round,
       rounds_per_eval=train_flags.ROUNDS_PER_EVAL.value,
@@ -191,6 +201,7 @@ def _train(task, clients_per_round: int) -> dict:
       ),
       summary_extras=_summary_extras(task, corrupted, clients_per_round),
       stop_after_rounds_without_update=train_flags.STOP_AFTER_ROUNDS_WITHOUT_UPDATE.value,
+      attack_success_evaluator=corruption.attack_success_evaluator(task, corruption_flags.CORRUPTION.value),
   )
 
 

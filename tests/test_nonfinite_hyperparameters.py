@@ -48,6 +48,10 @@ _VALID_ARGUMENTS = {
     'tff_robust.processes.delta_fl.quantile_factory': lambda: dict(conformity_level=0.5, quantile_method='secure_mm'),
     'tff_robust.processes.delta_fl.build_delta_fl_process': lambda: dict(
         model_fn=small_model.model_fn, client_optimizer_fn=_sgd(), conformity_level=0.5),
+    'tff_robust.processes.constrained_attack_client_work.build_constrained_attack_client_work': lambda: dict(
+        model_fn=small_model.model_fn, client_optimizer_fn=_sgd(), alpha=0.7,
+        client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
+        metrics_aggregator=tff.learning.metrics.sum_then_finalize),
     'tff_robust.processes.fedplus.fedplus_aggregator': lambda: dict(variant='geomed'),
     'tff_robust.processes.fedplus.build_fedplus_process': lambda: dict(
         model_fn=small_model.model_fn, client_optimizer_fn=_sgd(), sigma=1.0),

@@ -155,3 +155,38 @@ def test_delta_fl_runs_get_their_error_curves_against_rounds(tmp_path):
   assert result.returncode == 0, result.stderr[-2000:]
   assert (tmp_path / 'out' / 'dfl_metrics_vs_rounds.png').stat().st_size > 10_000
   assert not (tmp_path / 'out' / 'rfa_accuracy_vs_calls.png').exists()
+
+
+def _write_backdoor_run(directory, *, algorithm, seed, asr):
+  """A run of a targeted attack evaluated at the rounds of `asr` ({round: attack success rate})."""
+  directory.mkdir(parents=True)
+  last = max(asr)
+  (directory / 'summary.json').write_text(json.dumps(dict(
+      algorithm=algorithm, task='digits', seed=seed, corruption='backdoor(target=0)', corruption_fraction=0.1,
+      rounds=last, secure_average_calls=last, **{'eval/accuracy': 0.9, 'eval/attack_success_rate': asr[last]})))
+  with open(directory / 'metrics.csv', 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=['round', 'eval/accuracy', 'eval/attack_success_rate'])
+    writer.writeheader()
+    for r, value in sorted(asr.items()):
+      writer.writerow({'round': r, 'eval/accuracy': 0.8 + 0.01 * r, 'eval/attack_success_rate': value})
+
+
+def test_runs_of_a_targeted_attack_get_accuracy_and_attack_success_rate_against_rounds(tmp_path):
+  runs = tmp_path / 'runs'
+  for seed in (0, 1):
+    _write_backdoor_run(runs / f'fedavg_{seed}', algorithm='fedavg', seed=seed, asr={2: 0.5, 4: 0.9 + 0.02 * seed})
+    _write_backdoor_run(runs / f'rfa_{seed}', algorithm='rfa', seed=seed, asr={2: 0.1, 4: 0.2})
+  _write_run(runs / 'clean', algorithm='fedavg', seed=0, calls_per_round=1, accuracies={6: 0.9})  # no ASR: not drawn
+  curves = convergence_curves.asr_curves([str(runs)])
+  assert set(curves) == {'eval/accuracy', 'eval/attack_success_rate'}
+  (title, lines), = convergence_curves.convergence_panels(curves['eval/attack_success_rate'])
+  assert title == 'digits: backdoor(target=0), ρ=0.1' and [name for name, _ in lines] == ['fedavg', 'rfa']
+  _, mean, low, high = convergence_curves.seed_band(lines[0][1], 'rounds')
+  np.testing.assert_allclose([mean[1], low[1], high[1]], [91.0, 90.0, 92.0])
+  assert {c.record.source for c in curves['eval/accuracy']} == {c.record.source for c in lines[0][1] + lines[1][1]}
+  result = _paper_report(runs, tmp_path / 'out')
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert 'asr_vs_rounds.png' in result.stdout
+  assert (tmp_path / 'out' / 'asr_vs_rounds.png').stat().st_size > 10_000
+  clean_only = _paper_report(runs / 'clean', tmp_path / 'clean_out')
+  assert clean_only.returncode == 0 and not (tmp_path / 'clean_out' / 'asr_vs_rounds.png').exists()

@@ -18,6 +18,7 @@ _SAMPLES = {
     'mtfeel_update_order': 'alpha_then_w', 'dde_steps': '3', 'dde_learning_rate': '0.1', 'dde_output': 'max',
     'client_lr_decay': '0.5', 'client_lr_decay_rounds': '3', 'minibatch_fraction': '0.1', 'straggler_fraction': '0.5',
     'max_client_examples': '10', 'corruption_fraction': '0.2', 'alie_z': '1', 'ipm_epsilon': '1',
+    'corruption_start_round': '2', 'corruption_end_round': '5',
 }
 
 

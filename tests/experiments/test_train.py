@@ -236,6 +236,33 @@ def _refusal(flag_values, argv) -> str:
          '--corruption=label_flipping applies to the tasks with class labels .*, not --task=synthetic_regression'),
         ('--task=shakespeare_lstm_rfa --corruption=label_flipping', 'not --task=shakespeare_lstm_rfa'),
         ('--algorithm=delta_fl --corruption=alie', 'delta_fl does not support update corruption'),
+        ('--corruption=data --corruption_start_round=0', '--corruption_start_round=0'),
+        ('--corruption=data --corruption_start_round=-3', '--corruption_start_round=-3'),
+        ('--corruption=data --corruption_start_round=5 --corruption_end_round=3',
+         r'--corruption_end_round must be an integer >= start_round \(5\), or unset, got 3'),
+        ('--corruption=data --corruption_end_round=0', '--corruption_end_round=0'),
+        ('--corruption_end_round=5',
+         '--corruption_end_round applies to every --corruption but none, not --corruption=none'),
+        ('--corruption_start_round=2', '--corruption_start_round applies to every --corruption but none'),
+        ('--corruption=backdoor(target=10)',
+         r'--corruption=backdoor\(target=10\): target must be a class in \[0, 9\], got 10 for --task=digits'),
+        ('--corruption=backdoor(target=-1)',
+         r"--corruption must be .*attack 'backdoor': target must be an integer >= 0"),
+        ('--corruption=model_replacement(size=9)', r'size must be an integer in \[1, 8\] \(the trigger must fit'),
+        ('--corruption=backdoor(share=0)', r"attack 'backdoor': share must be a number in \(0, 1\], got '0'"),
+        ('--corruption=backdoor(share=1.5)', r"share must be a number in \(0, 1\]"),
+        ('--task=synthetic_regression --corruption=backdoor',
+         r'--corruption=backdoor: backdoor applies to the tasks with a pixel trigger \(digits\), not '
+         '--task=synthetic_regression'),
+        ('--task=shakespeare_lstm_rfa --corruption=backdoor(target=1)', 'not --task=shakespeare_lstm_rfa'),
+        ('--corruption=model_replacement --server_learning_rate=0', r'needs --server_learning_rate > 0, got 0.0'),
+        ('--algorithm=delta_fl --corruption=model_replacement', 'delta_fl does not support update corruption'),
+        ('--corruption=constrain_and_scale(alpha=0)',
+         r"attack 'constrain_and_scale': alpha must be a number in \(0, 1\]"),
+        ('--algorithm=fedavg --corruption=constrain_and_scale --client_lr_decay=0.5',
+         'constrain_and_scale trains its attackers in a client work without a client learning-rate schedule'),
+        ('--algorithm=fedprox --corruption=constrain_and_scale', 'fedprox does not support update corruption'),
+        ('--corruption=neurotoxin(top=1)', r"attack 'neurotoxin': top must be a number in \[0, 1\), got '1'"),
         ('--progress_bar=maybe', 'progress_bar'),
         ('--tff_worker_address=localhost', 'tff_worker_address'),
         ('--tff_worker_address=localhost:0', 'tff_worker_address'),
@@ -550,3 +577,23 @@ def test_the_attacks_of_issue_22_train_two_rounds_on_digits(tmp_path, attack, fl
   assert 0.0 <= summary['eval/accuracy'] <= 1.0 and np.isfinite(summary['eval/loss'])
   if attack != 'label_flipping':  # update attacks count the flagged clients of each cohort
     assert sum(float(row['aggregator/num_corrupted_clients']) for row in rows) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('spec, attack', [('model_replacement(target=0)', 'boost'),
+                                          ('constrain_and_scale(target=0,alpha=0.5)', 'boost'),
+                                          ('neurotoxin(target=0,top=0.2)', 'masked(top=0.2)')])
+def test_a_targeted_attack_in_a_window_of_rounds_reports_its_attack_success_rate(tmp_path, spec, attack):
+  """The targeted attacks with an update half, in round 2 only (half the data corrupted: every cohort of this
+  seed has attackers): the attackers are flagged in that round alone, and every evaluation reports the attack
+  success rate beside the accuracy."""
+  result = train_runs.train(tmp_path, '--algorithm=fedavg', '--total_rounds=3', '--rounds_per_eval=1',
+                            '--clients_per_round=5', f'--corruption={spec}',
+                            '--corruption_fraction=0.5', '--corruption_start_round=2', '--corruption_end_round=2')
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['attack'] == attack and summary['corruption_end_round'] == 2
+  assert [int(float(row['aggregator/num_corrupted_clients'])) > 0 for row in rows] == [False, True, False]
+  assert all(0.0 <= float(row['eval/attack_success_rate']) <= 1.0 for row in rows)
+  assert summary['eval/attack_success_rate'] == float(rows[-1]['eval/attack_success_rate'])
+  assert "'eval/attack_success_rate'" in result.stdout  # the headline

@@ -49,6 +49,7 @@ def _assert_one_line_refusal(result, *names):
     (('--task=digits_cohorts', '--label_concentration=100'), ('--label_concentration', 'digits_cohorts')),
     (('--gpus=first',), ('--gpus',)),
     (('--corruption=poison',), ('--corruption', "unknown attack 'poison'")),
+    (('--corruption=backdoor(target=12)',), ('--corruption=backdoor(target=12)', 'target must be a class in [0, 9]')),
     # absl's lower_bound=0.0 lets NaN through and bounds inf from one side only (issue 34: both trained, exit 0)
     (('--client_learning_rate=nan', '--total_rounds=1'), ('--client_learning_rate=nan', 'not NaN')),
     (('--server_learning_rate=inf', '--total_rounds=1'), ('--server_learning_rate=inf', 'must be finite')),

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import corruption
 from tff_robust.tasks import data_corruption
 from tff_robust.simulation import update_corruption_process
@@ -106,13 +107,18 @@ def test_label_flipping_is_refused_for_a_task_without_class_labels():
 
 
 def test_the_tasks_listed_for_label_flipping_are_those_with_a_label_flip():
-  """The TensorFlow-free list the runner's flags check against matches `Task.flip_labels` (the offline tasks)."""
+  """The TensorFlow-free lists the runner's flags check against match `Task.flip_labels` and `Task.backdoor` (the
+  offline tasks)."""
   from tff_robust.tasks import task_names  # pylint: disable=g-import-not-at-top
   from tff_robust import tasks  # pylint: disable=g-import-not-at-top
   for name in ('digits', 'digits_robust', 'digits_cohorts', 'fedprox_synthetic', 'synthetic_regression',
                'synthetic_regression_fedplus', 'emnist_linear_dfl', 'emnist_cnn'):
     task = tasks.create_task(name, client_epochs=1, client_batch_size=8, seed=0, use_synthetic_data=True)
     assert (task.flip_labels is not None) == (name in task_names.LABEL_FLIPPING_TASK_NAMES), name
+    # and the tasks listed with a pixel trigger for the targeted attacks, with their image shape and classes
+    assert (task.backdoor is not None) == (name in task_names.BACKDOOR_TASKS), name
+    if task.backdoor is not None:
+      assert (task.backdoor.image_shape, task.backdoor.num_classes) == task_names.BACKDOOR_TASKS[name]
 
 
 def test_attack_specs_with_parameters_are_update_attacks_and_bad_ones_are_refused():
@@ -164,3 +170,47 @@ def test_an_adaptive_attack_composes_with_a_defence_of_the_runner(algorithm, att
   output = process.next(process.initialize(), data)
   assert output.metrics['aggregator']['num_corrupted_clients'] == 1
   assert all(np.all(np.isfinite(w)) for w in process.get_model_weights(output.state).trainable)
+
+
+def _flag(client_data):
+  return bool(next(iter(client_data[1])))
+
+
+def test_attackers_outside_their_window_of_rounds_get_the_honest_clients_data_and_flag():
+  """Rounds 3-4 of --corruption_start_round=3 --corruption_end_round=4: the chosen clients' poisoned data and set
+  flag (model replacement: both); every other round, their clean data and a flag the attack sees as honest."""
+  task = digits.create_task(client_epochs=1, client_batch_size=8, seed=0)
+  chosen = corruption.select_corrupted_clients(task, 0.2, seed=1)
+  attacker, honest = sorted(chosen)[0], sorted(set(task.train_data.client_ids) - chosen)[0]
+  window = corruption.AttackWindow(3, 4)
+  for spec in ('model_replacement(target=1)', 'alie', 'label_flipping'):
+    data_fn = corruption.make_client_data_fn(task, spec, chosen, window=window)
+    assert isinstance(data_fn, client_pipelines.ByRound)
+    for round_num in (2, 3, 5):  # before, in and after the window
+      cohort = client_pipelines.cohort_client_data(task.train_data, data_fn, [attacker, honest], None, 0, round_num)
+      attacking = round_num in (3, 4)
+      clean_labels = _labels(task.client_dataset(attacker))
+      if spec == 'alie':  # an update attack: clean data, the flag in the window only
+        assert [_flag(c) for c in cohort] == [attacking, False]
+        np.testing.assert_array_equal(_labels(cohort[0][0]), clean_labels)
+        continue
+      served = cohort[0][0] if spec.startswith('model') else cohort[0]
+      if spec.startswith('model'):
+        assert [_flag(c) for c in cohort] == [attacking, False]
+      poisoned = (_labels(served) != clean_labels).any()
+      assert poisoned == attacking, (spec, round_num)
+      np.testing.assert_array_equal(_labels(cohort[1][0] if spec.startswith('model') else cohort[1]),
+                                    _labels(task.client_dataset(honest)))
+  assert corruption.make_client_data_fn(task, 'data', chosen, window=corruption.AttackWindow()) is not None
+  assert not isinstance(corruption.make_client_data_fn(task, 'data', chosen, window=corruption.AttackWindow(1)),
+                        client_pipelines.ByRound)  # the whole run: one function for every round
+
+
+def test_a_targeted_attacks_update_half_is_model_replacements_boost_at_the_server_learning_rate():
+  assert str(corruption.update_attack('model_replacement(target=2,boost=4)', 0.25)) == 'boost(gamma=4,eta=0.25)'
+  assert corruption.update_attack('backdoor(target=2)') is None
+  with pytest.raises(ValueError, match=r"targeted attack spec \(backdoor, model_replacement, constrain_and_scale, "
+                                       r"neurotoxin\): attack 'backdoor': share must be a number in \(0, 1\]"):
+    corruption.update_attack('backdoor(share=2)')
+  with pytest.raises(ValueError, match="unknown attack 'backdor'"):
+    corruption.update_attack('backdor')

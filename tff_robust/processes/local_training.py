@@ -31,7 +31,8 @@ def train_locally(
     *,
     anchor=None,
     kappa: Optional[float] = None,
-    proximal_strength: Optional[float] = None,
+    proximal_strength=None,
+    loss_weight=None,
 ):
   """One optimizer step per batch of `dataset`, from `start`; returns (trainable weights, examples, metrics).
 
@@ -42,6 +43,9 @@ def train_locally(
       eta kappa on f_k(w) + (sigma / 2)||w - anchor||^2 (Prop. 1);
     - `proximal_strength` mu: the optimizer steps on the gradient of f_k(w) + (mu / 2)||w - anchor||^2,
           grad f_k(w) + mu (w - anchor)                                    (FedProx, Li et al. 2020, eq. (2)).
+  `loss_weight` c (None: 1) scales the loss's gradient: the optimizer steps on c grad f_k(w) (+ mu (w - anchor)),
+  the gradient of c f_k(w) + (mu / 2)||w - anchor||^2 (constrain-and-scale's attacker objective). `proximal_strength`
+  and `loss_weight` may be scalar tensors (e.g. chosen per client inside a client computation).
   The optimizer starts from its initial state.
   `metrics` are the model's unfinalized metrics, accumulated on top of what the model already holds.
 
@@ -71,6 +75,8 @@ def train_locally(
       with tf.GradientTape() as tape:
         output = model.forward_pass(batch, training=True)
       gradients = tape.gradient(output.loss, trainable)
+      if loss_weight is not None:
+        gradients = [loss_weight * g for g in gradients]
       if proximal_strength is not None:
         gradients = [g + proximal_strength * (w - a) for g, w, a in zip(gradients, trainable, anchor)]
       optimizer_state, stepped = optimizer.next(optimizer_state, tuple(trainable), tuple(gradients))

@@ -189,6 +189,7 @@ def build_learning_process(
     clients_per_round: Optional[int] = None,
     update_attack: Optional[str] = None,
     seed: int = 0,
+    attacker_alpha: Optional[float] = None,
 ) -> Union[tff.learning.templates.LearningProcess, stateful_clients.StatefulClientProcess,
            indexed_clients.IndexedClientsProcess]:
   """Builds algorithm `name` with client and server SGD.
@@ -203,6 +204,8 @@ def build_learning_process(
   (an attack spec, `tff_robust.core.attacks.catalog`, e.g. 'alie(z=1)') the process takes `(dataset, flag
   dataset)` per client and poisons the flagged clients' updates before the aggregator
   (`update_corruption_process`); white-box attacks get the chain's stacked rule (`defences.stacked_rule`).
+  `attacker_alpha` (with `update_attack` only) makes the flagged clients train constrain-and-scale's objective
+  (`update_corruption_process`, `constrained_attack_client_work`).
 
   `delta_fl` is `tff_robust.processes.delta_fl.build_delta_fl_process` with the config's conformity level,
   quantile method, passes and threshold period.
@@ -230,6 +233,8 @@ def build_learning_process(
   """
   aggregator = check_settings(name, config, clients_per_round=clients_per_round, update_attack=update_attack,
                               seed=seed)
+  if attacker_alpha is not None and update_attack is None:
+    raise ValueError('attacker_alpha (constrain-and-scale\'s attackers) needs an update attack (their boost)')
   client_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.client_learning_rate)
   server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=config.server_learning_rate)
   if name in ('local_only',) or name.startswith('fedplus_'):
@@ -277,7 +282,7 @@ def build_learning_process(
         model_fn, client_optimizer, server_optimizer,
         model_aggregator=aggregator, attack=update_attack, seed=seed,
         stacked_rule=defence_stacked_rule(name, config, clients_per_round)
-        if catalog.parse(update_attack).info.needs_stacked_rule else None,
+        if catalog.parse(update_attack).info.needs_stacked_rule else None, attacker_alpha=attacker_alpha,
     )
   return composition.build_fed_avg_process(
       model_fn, client_optimizer, server_optimizer, model_aggregator=aggregator

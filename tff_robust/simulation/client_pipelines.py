@@ -12,6 +12,7 @@ draws the round's generator from the run's seed and the round number alone (`rou
 resumed from a checkpoint draws the same minibatches and stragglers as an uninterrupted one.
 """
 
+import dataclasses
 import math
 from typing import Callable, Optional, Sequence
 
@@ -69,13 +70,29 @@ def _examples_per_epoch(dataset: tf.data.Dataset, epochs: int, batch_size: int, 
   return _num_examples(dataset.unbatch()) // epochs
 
 
-def cohort_client_data(train_data, client_data_fn: Callable[[str], object], cohort: Sequence[str],
+@dataclasses.dataclass(frozen=True)
+class ByRound:
+  """Client data that depend on the round (corrupted clients that attack in some rounds only):
+  `of_round(round_num)` is round `round_num`'s client id -> client data function. `data_fn_of_round` reads it."""
+
+  of_round: Callable[[int], Callable[[str], object]]
+
+
+def data_fn_of_round(client_data_fn, round_num: int) -> Callable[[str], object]:
+  """Round `round_num`'s client id -> client data function of `client_data_fn` (a `ByRound`, or one function for
+  every round)."""
+  return client_data_fn.of_round(round_num) if isinstance(client_data_fn, ByRound) else client_data_fn
+
+
+def cohort_client_data(train_data, client_data_fn, cohort: Sequence[str],
                        cohort_transform: Optional[CohortTransform], seed: int, round_num: int) -> list:
   """What a process takes for `cohort` in round `round_num` (the runner's data path): `client_data_fn` of each
-  client, changed by `cohort_transform` (if any) with the round's generator (`round_generator`) and each client's
-  raw example count where tf.data knows it (`known_example_count` of its `train_data` dataset). Clients given as
-  `base.InMemoryClient`s (`Task.client_data`) are returned as their datasets."""
-  client_data = [client_data_fn(client_id) for client_id in cohort]
+  client (a client id -> data function, or a `ByRound`: its function of the round), changed by `cohort_transform`
+  (if any) with the round's generator (`round_generator`) and each client's raw example count where tf.data knows
+  it (`known_example_count` of its `train_data` dataset). Clients given as `base.InMemoryClient`s
+  (`Task.client_data`) are returned as their datasets."""
+  data_fn = data_fn_of_round(client_data_fn, round_num)
+  client_data = [data_fn(client_id) for client_id in cohort]
   if cohort_transform is not None:
     counts = [_known_count(train_data, client_id, data) for client_id, data in zip(cohort, client_data)]
     client_data = cohort_transform(round_generator(seed, round_num), client_data, counts)

@@ -73,6 +73,7 @@ def run_training(
     cohort_transform: Optional[client_pipelines.CohortTransform] = None,
     corrupted_client_ids: Collection[str] = frozenset(),
     stop_after_rounds_without_update: int = 0,
+    attack_success_evaluator: Optional[Callable[[tff.learning.models.ModelWeights], dict[str, float]]] = None,
 ) -> dict[str, float]:
   """Trains for `total_rounds` rounds and writes `metrics.csv`, TensorBoard logs and `summary.json`.
 
@@ -125,6 +126,10 @@ def run_training(
   with every device's final loss and error. Delta-FL's filter measurements are released as `filter/*`, and
   the client work's counts (`num_nonfinite_updates`, `num_empty_datasets`) as they are.
 
+  `attack_success_evaluator` (a targeted attack's: `corruption.attack_success_evaluator`) scores the global model
+  at every evaluation beside the task's own metrics, released as `eval/<its key>` (`eval/attack_success_rate`, on
+  the same examples as `eval/accuracy`: the held-out or the validation ones).
+
   The final global model (if the process has one) is written to `model_weights.npz`.
 
   `client_learning_rate_schedule` (round number -> learning rate, e.g. `schedules.step_decay`) sets the
@@ -172,7 +177,8 @@ def run_training(
   elif stateful:
     store.clear()  # a fresh run: no states from an earlier run in this directory
   elif indexed:
-    state = process.prepare(state, [client_pipelines.as_dataset(client_data_fn(cid)) for cid in client_ids])
+    first_round_data = client_pipelines.data_fn_of_round(client_data_fn, 1)  # what the first round will train on
+    state = process.prepare(state, [client_pipelines.as_dataset(first_round_data(cid)) for cid in client_ids])
   csv_path = os.path.join(output_dir, 'metrics.csv')
   if restored is None and os.path.exists(csv_path):
     os.remove(csv_path)
@@ -251,7 +257,8 @@ def run_training(
       if round_num % rounds_per_eval == 0 or round_num == total_rounds or nonfinite or stop:
         with evaluation.progress_bars(show_progress):
           evaluated, device_metrics = _evaluate(
-              process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
+              process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids,
+              attack_success_evaluator,
           )
         released.update(evaluated)
         nonfinite = nonfinite or _nonfinite_evidence(process, state, len(client_ids), released)
@@ -285,7 +292,7 @@ def run_training(
   progress.close()
   if first_round > total_rounds:  # resumed from a checkpoint of the last round: the run had finished
     released, device_metrics = _evaluate(
-        process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids
+        process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids, attack_success_evaluator
     )
     released.update(metrics_csv.last_released_row(csv_path, total_rounds))
   summary = collections.OrderedDict(
@@ -314,13 +321,14 @@ def run_training(
   return summary
 
 
-def _evaluate(process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids) -> tuple[
-    dict, dict]:
+def _evaluate(process, task, state, store, personal_evaluator, client_ids, corrupted_client_ids,
+              attack_success_evaluator=None) -> tuple[dict, dict]:
   """(released `eval/*`, per-device and `personal*/*` metrics; the per-device results) of the global model.
 
   A process without a global model (MtFEEL) has only the `personal/*` metrics of its devices' models. `eval/*`
   comes from the pass over the task's `pooled_evaluation_group` where that group was scored with the global
-  model (its `pooled` metrics), else from `task.evaluate`: the test examples are scored once, not twice.
+  model (its `pooled` metrics), else from `task.evaluate`: the test examples are scored once, not twice; and from
+  `attack_success_evaluator`, if given.
   """
   model_weights = process.get_model_weights(state)
   released = collections.OrderedDict()
@@ -337,6 +345,8 @@ def _evaluate(process, task, state, store, personal_evaluator, client_ids, corru
     pooled = None if pooled_group is None else pooled_group.pooled
     released.update((f'eval/{key}', value)
                     for key, value in (task.evaluate(model_weights) if pooled is None else pooled).items())
+    if attack_success_evaluator is not None:
+      released.update((f'eval/{key}', value) for key, value in attack_success_evaluator(model_weights).items())
   released.update(evaluation.distribution_summary(device_metrics))
   if corrupted_client_ids and 'personal' in device_metrics:
     released.update(evaluation.distribution_summary(

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.tasks import backdoor as backdoor_lib
 from tff_robust.tasks import evaluation
 from tff_robust.tasks import shakespeare_windows
 
@@ -59,6 +60,9 @@ class Task:
       same metric names; or None. Where that group is scored with the global model, the runner reads `eval/*`
       from the group's pooled metrics (`evaluation.DeviceMetrics.pooled`) instead of a second pass over the
       same examples.
+    backdoor: what the task offers a targeted attack (`tasks.backdoor.PixelBackdoor`: poisoning with a pixel trigger
+      and the attack success rate on the examples `evaluate` scores); None where it defines no trigger
+      (`task_names.BACKDOOR_TASKS` lists the tasks that set it).
   """
 
   name: str
@@ -71,6 +75,7 @@ class Task:
   personal_test_data: Optional[tff.simulation.datasets.ClientData] = None
   flip_labels: Optional[Transform] = None
   pooled_evaluation_group: Optional[str] = None
+  backdoor: Optional[backdoor_lib.PixelBackdoor] = None
 
   def client_dataset(self, client_id: str, corrupted: bool = False) -> tf.data.Dataset:
     """The dataset client `client_id` trains on, poisoned if `corrupted`."""

@@ -16,12 +16,14 @@ import tensorflow_federated as tff
 from sklearn import datasets as sklearn_datasets
 from sklearn import model_selection
 
+from tff_robust.tasks import backdoor
 from tff_robust.tasks import data_corruption
 from tff_robust.tasks import base
 from tff_robust.tasks import evaluation
 
 NUM_CLASSES = 10
 NUM_FEATURES = 64
+IMAGE_SHAPE = (8, 8)
 _MIN_EXAMPLES_PER_CLIENT = 10
 
 
@@ -150,6 +152,9 @@ def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_cl
   (`split_validation`); its validation parts then stand in for the held-out set everywhere: pooled
   (`evaluate`), as the `eval` devices (one per client) and as each client's personal test data. No held-out
   example is then read.
+
+  `backdoor` (`tasks.backdoor.PixelBackdoor`) poisons with pixel triggers on the 8 x 8 images and measures the
+  attack success rate on the same examples as `evaluate` (held-out or validation).
   """
   if not label_concentration > 0 or not np.isfinite(label_concentration):
     raise ValueError(f'label_concentration must be a finite number > 0, got {label_concentration!r}')
@@ -175,4 +180,5 @@ def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_cl
           'eval': evaluation.DeviceGroup(base.client_data_from_arrays(test_devices), batch, weighted=False),
       }, {}),
       personal_test_data=base.client_data_from_arrays(personal_test_data),
+      backdoor=backdoor.PixelBackdoor(IMAGE_SHAPE, NUM_CLASSES, model_fn, x_test, y_test),
   )

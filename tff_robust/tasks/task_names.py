@@ -23,6 +23,10 @@ LABEL_FLIPPING_TASK_NAMES = (
     'digits', 'emnist_cnn', 'digits_robust', 'digits_personal', 'digits_cohorts',
 ) + SENT140_TASK_NAMES + FEDPROX_SYNTHETIC_TASK_NAMES + EMNIST_PAPER_TASK_NAMES
 
+# The tasks with a pixel trigger for the targeted attacks (`Task.backdoor`, `core.attacks.targeted_catalog`):
+# task -> (image shape (height, width), number of classes), for the runner's checks before TensorFlow loads.
+BACKDOOR_TASKS = {'digits': ((8, 8), 10)}
+
 # Options of the papers' task builders that a runner may set (None or absent: the builder's default):
 #   l2_regularization: lambda >= 0 of the linear models' (lambda/2)||w||^2 (Delta-FL, notes §3.4);
 #   num_devices: the number of devices N (the Fed+ tasks' parties, the RFA EMNIST writers sampled);

@@ -17,19 +17,23 @@ them before loading it); this module maps each name to its implementation, one m
 | mimic | `mimic` | the honest updates |
 | rop | `rop` | the honest mean, the previous aggregate; centered clipping's radius through `radius` |
 | line_search | `line_search` | the honest updates, the previous aggregate and the defence's `StackedRule` |
+| boost | `boost` | its own update, the cohort's weights, the server learning rate (through `eta`) |
+| masked | `masked` | its own update, the previous aggregate (the last global update) |
 
-The gathered attacks (all but the first five) gather every update at the server with `federated_aggregate`.
+The gathered attacks (all but the first five, boost and masked) gather every update at the server with `federated_aggregate`.
 """
 
 from typing import Optional
 
 from tff_robust.aggregators.attacks import alie
 from tff_robust.aggregators.attacks import base
+from tff_robust.aggregators.attacks import boost
 from tff_robust.aggregators.attacks import fang_krum
 from tff_robust.aggregators.attacks import fang_trimmed_mean
 from tff_robust.aggregators.attacks import gaussian
 from tff_robust.aggregators.attacks import ipm
 from tff_robust.aggregators.attacks import line_search
+from tff_robust.aggregators.attacks import masked
 from tff_robust.aggregators.attacks import mimic
 from tff_robust.aggregators.attacks import norm_aware
 from tff_robust.aggregators.attacks import omniscient
@@ -57,6 +61,8 @@ _BUILDERS = {
     'rop': lambda o, rule: rop.RopAttack(o['radius'], o['pi'], o['lam'], o['angle']),
     'line_search': lambda o, rule: line_search.LineSearchAttack(
         rule, o['direction'], o['max_scale'], int(o['grid']), int(o['refinements'])),
+    'boost': lambda o, rule: boost.BoostAttack(o['gamma'], o['eta']),
+    'masked': lambda o, rule: masked.MaskedAttack(o['top']),
 }
 
 

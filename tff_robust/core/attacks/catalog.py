@@ -12,7 +12,12 @@ gamma_init = 10 and tau = 1e-5 and the inverse unit vector (Shejwalkar & Houmans
 b = 2 and Krum search threshold 1e-5 (their paper); ROP pi = 1, lam = 0.9, theta = 90 degrees (Ozfatura et al.'s
 main setting), radius 1 (the runner's default centered-clipping tau, not the paper's: it scales by ALIE's z); line
 search: a grid of 11 scales on [0, 10] and 12 golden-section steps (ours; ByzFL: 20 evaluations from 0, step 10,
-contraction 0.8). The sweep's grids: ALIE z in {z_max, 1, 2}, IPM eps in {0.1, 1, 2} (issue 35).
+contraction 0.8); boost: Bagdasaryan et al.'s replacement factor gamma = n / eta, weighted (W / (eta W_C)), at
+eta = 1 (the runner's `model_replacement` sets eta to its server learning rate); masked: top = 0.1 (ours). The
+sweep's grids: ALIE z in {z_max, 1, 2}, IPM eps in {0.1, 1, 2} (issue 35).
+
+The targeted attacks (backdoors, a data poisoning, possibly with an update attack of this catalog) are
+`targeted_catalog`, in the same grammar (`checked_values`).
 
 Imports no TensorFlow: the runner checks `--corruption` with it before loading TensorFlow. The TFF attacks are
 `tff_robust.aggregators.attacks.registry` (one module per attack), the NumPy references the other modules of
@@ -63,6 +68,8 @@ DEFAULT_IPM_EPSILON = 0.1
 # Shejwalkar & Houmansadr's released code (AGR-agnostic attacks): gamma_init = 10, stop at |delta gamma| <= 1e-5.
 DEFAULT_GAMMA_INIT = 10.0
 DEFAULT_GAMMA_TOLERANCE = 1e-5
+# Neurotoxin's share of coordinates kept out of (ours; Zhang et al. vary it).
+DEFAULT_NEUROTOXIN_TOP = 0.1
 
 
 def _perturbation_search_parameters():
@@ -109,6 +116,15 @@ _ATTACKS = (
                 _number('grid', 11.0, 'an integer >= 2', lambda v: v >= 2 and v == int(v)),
                 _number('refinements', 12.0, 'an integer >= 0', lambda v: v >= 0 and v == int(v))),
                needs_stacked_rule=True),
+    AttackInfo('boost', 'gamma times the own update; gamma unset: W / (eta W_C), the cohort\'s weight over eta times '
+               'the corrupted weight, so that the corrupted clients\' models replace the aggregate (Bagdasaryan et '
+               'al. 2020\'s model replacement; the update half of the targeted model_replacement)',
+               (_number('gamma', None, 'a finite number > 0', lambda v: v > 0),
+                _number('eta', 1.0, 'a finite number > 0 (the server learning rate the attacker assumes)',
+                        lambda v: v > 0))),
+    AttackInfo('masked', 'the own update, zero on the top share of coordinates of the previous aggregate by '
+               'magnitude (Neurotoxin\'s mask, Zhang et al. 2022; the update half of the targeted neurotoxin)',
+               (_number('top', DEFAULT_NEUROTOXIN_TOP, 'a number in [0, 1)', lambda v: 0 <= v < 1),)),
 )
 ATTACKS = {info.name: info for info in _ATTACKS}
 ATTACK_NAMES = tuple(ATTACKS)
@@ -157,14 +173,25 @@ def parse(spec) -> AttackSpec:
   """
   if isinstance(spec, AttackSpec):
     return spec
+  return AttackSpec(*checked_values(spec, ATTACKS))
+
+
+def checked_values(spec, attacks: dict[str, AttackInfo]) -> tuple[str, tuple[tuple[str, Any], ...]]:
+  """(name, every parameter's value in declaration order, defaults filled in) of the spec string `spec`, whose
+  name must be a key of `attacks` (this catalog's `ATTACKS`, or another catalog's in the same grammar, e.g.
+  `targeted_catalog.TARGETED_ATTACKS`).
+
+  Raises:
+    ValueError: naming the unknown attack or parameter and listing the allowed ones, or a value out of range.
+  """
   match = _SPEC.match(str(spec))
   if not match:
     raise ValueError(f'attack spec {spec!r} is not of the form name or name(key=value,...)')
   name, arguments = match.group(1), match.group(2)
-  if name not in ATTACKS:
-    raise ValueError(f'unknown attack {name!r} in {spec!r}; attacks: {", ".join(ATTACK_NAMES)}')
-  parameters = {p.name: p for p in ATTACKS[name].parameters}
-  values = {p.name: p.default for p in ATTACKS[name].parameters}
+  if name not in attacks:
+    raise ValueError(f'unknown attack {name!r} in {spec!r}; attacks: {", ".join(attacks)}')
+  parameters = {p.name: p for p in attacks[name].parameters}
+  values = {p.name: p.default for p in attacks[name].parameters}
   for argument in (arguments.split(',') if arguments and arguments.strip() else []):
     key, equals, text = (part.strip() for part in argument.partition('='))
     if key not in parameters or not equals:
@@ -179,7 +206,13 @@ def parse(spec) -> AttackSpec:
     if value is None or not parameter.check(value):
       raise ValueError(f'attack {name!r}: {key} must be {parameter.allowed}, got {text!r}')
     values[key] = value
-  return AttackSpec(name, tuple(values.items()))
+  return name, tuple(values.items())
+
+
+def spec_name(spec) -> Optional[str]:
+  """The name of the spec string `spec` (`alie` of `alie(z=1)`), or None if it is not of the spec form."""
+  match = _SPEC.match(str(spec))
+  return match.group(1) if match else None
 
 
 def split_specs(text: str) -> list[str]:
@@ -213,16 +246,16 @@ def path_component(spec) -> str:
   return re.sub(r'[(),]', '-', str(parse(spec))).rstrip('-')
 
 
-def describe() -> str:
-  """One line per attack with its parameters and defaults, for flag help."""
+def describe(infos=None) -> str:
+  """One line per attack of `infos` (this catalog's attacks unless given) with its parameters and defaults, for flag
+  help."""
   lines = []
-  for info in _ATTACKS:
+  for info in (_ATTACKS if infos is None else infos):
     params = ', '.join(f'{p.name}={"rule" if p.default is None else _format(p.default)}' for p in info.parameters)
     lines.append(f'{info.name}{f"({params})" if params else ""}: {info.summary}')
   return '; '.join(lines)
 
 
 def lookup(spec) -> Optional[AttackSpec]:
-  """`parse(spec)` if `spec` names an update attack, else None (the data corruptions, 'none')."""
-  match = _SPEC.match(str(spec))
-  return parse(spec) if match and match.group(1) in ATTACKS else None
+  """`parse(spec)` if `spec` names an update attack, else None (the data corruptions, 'none', the targeted attacks)."""
+  return parse(spec) if spec_name(spec) in ATTACKS else None

@@ -208,26 +208,6 @@ def _defence_is_valid(flag_values: dict) -> bool:
 flags.register_multi_flags_validator(('defence', 'algorithm'), _defence_is_valid)
 
 
-def _defence_is_valid(flag_values: dict) -> bool:
-  """--defence must parse, and it is the aggregator of --algorithm=fedavg only."""
-  spec = flag_values['defence']
-  if spec is None:
-    return True
-  try:
-    defence_registry.parse(spec)
-  except ValueError as error:
-    raise flags.ValidationError(f'--defence: {error}') from None
-  if flag_values['algorithm'] != 'fedavg':
-    raise flags.ValidationError(
-        f'--defence is the aggregator of --algorithm=fedavg, not --algorithm={flag_values["algorithm"]} (whose '
-        'aggregator is its own); pass --algorithm=fedavg'
-    )
-  return True
-
-
-flags.register_multi_flags_validator(('defence', 'algorithm'), _defence_is_valid)
-
-
 def experiment_name() -> str:
   """--experiment_name, or <task>_<algorithm or defence spec>_seed<seed> (the spec's brackets and '>' as '_')."""
   defence = algorithm_flags.DEFENCE.value

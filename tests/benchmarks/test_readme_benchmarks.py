@@ -11,7 +11,12 @@ from tests import test_readme_examples
 
 # Flags that shrink each benchmark to seconds; the ratio line each prints.
 _SHRUNK = {
-    'benchmarks.scaling': (['--quick', '--noperf', '--output={tmp_path}/results.md'], 'Wrote {tmp_path}/results.md'),
+    # Three algorithms of section 1 (each built twice, once in a fresh worker for its memory), cohorts of 10 and 20,
+    # models of 10^3 and 10^4: every section's code runs; every algorithm of the runner runs in test_train and
+    # tests/simulation/test_algorithms_on_workers.py (the quick run of all of them took 295 s of the slow set).
+    'benchmarks.scaling': (['--quick', '--noperf', '--algorithms=fedavg', '--algorithms=rfa', '--algorithms=delta_fl',
+                            '--cohort_sizes=10,20', '--model_sizes=1000,10000', '--output={tmp_path}/results.md'],
+                           'Wrote {tmp_path}/results.md'),
     'benchmarks.rfa_cost': (['--rounds=1', '--task=digits', '--aggregation_clients=3', '--aggregation_dimension=10',
                              '--aggregation_repeats=1'], 'RFA / FedAvg'),
     'benchmarks.delta_fl_cost': (['--rounds=1'], 'delta_fl_secure'),

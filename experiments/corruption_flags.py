@@ -20,7 +20,7 @@ CORRUPTION = flags.DEFINE_string(
     'class labels); or an update attack spec, name(key=value,...), e.g. alie(z=1), ipm(eps=2), '
     'norm_aware(direction=ipm,c=1.4), min_max(direction=sign); or a targeted attack spec (a backdoor, digits only; '
     'eval/attack_success_rate reports it), e.g. backdoor(target=0,share=0.5,size=2), model_replacement(target=0), '
-    'constrain_and_scale(target=0,alpha=0.7). '
+    'constrain_and_scale(target=0,alpha=0.7), edge_case(target=1,tail=0.1). '
     'Attacks (parameter=default): ' + catalog.describe() + '. Targeted attacks: ' + targeted_catalog.describe() + '.',
 )
 CORRUPTION_FRACTION = flags.DEFINE_float(

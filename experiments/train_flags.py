@@ -30,7 +30,6 @@ from experiments import flag_users
 from experiments import runtime_flags
 from experiments import task_flags
 from tff_robust.aggregators.defences import registry as defence_registry
-from tff_robust.core.attacks import backdoor
 from tff_robust.core.attacks import targeted_catalog
 from tff_robust.runtime import gpu_placement
 from tff_robust.runtime import worker_binaries
@@ -132,8 +131,9 @@ def _client_pipeline_flags_are_valid(flag_values: dict) -> bool:
 
 def _corruption_flags_are_valid(flag_values: dict) -> bool:
   """Label flipping needs a task with class labels; a targeted attack a task with a pixel trigger that its trigger
-  fits (target a class, patch within the input), model replacement's boost a server learning rate > 0, and
-  constrain-and-scale no client learning-rate schedule (an attack's parameters need their attack: the table)."""
+  fits (target a class, patch within the input; the edge case's source and target distinct classes), model
+  replacement's boost a server learning rate > 0, and constrain-and-scale no client learning-rate schedule (an
+  attack's parameters need their attack: the table)."""
   corruption, task = flag_values['corruption'], flag_values['task']
   if corruption == 'label_flipping' and task not in task_names.LABEL_FLIPPING_TASK_NAMES:
     raise flags.ValidationError(
@@ -148,7 +148,7 @@ def _corruption_flags_are_valid(flag_values: dict) -> bool:
                                 f'trigger ({", ".join(task_names.BACKDOOR_TASKS)}), not --task={task}')
   image_shape, num_classes = task_names.BACKDOOR_TASKS[task]
   try:
-    backdoor.check_trigger(targeted.trigger(), image_shape, num_classes)
+    targeted.check_task(image_shape, num_classes)
   except ValueError as error:
     raise flags.ValidationError(f'--corruption={corruption}: {error} for --task={task}') from None
   if targeted.update_attack() is not None and not flag_values['server_learning_rate'] > 0:

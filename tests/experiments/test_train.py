@@ -263,6 +263,13 @@ def _refusal(flag_values, argv) -> str:
          'constrain_and_scale trains its attackers in a client work without a client learning-rate schedule'),
         ('--algorithm=fedprox --corruption=constrain_and_scale', 'fedprox does not support update corruption'),
         ('--corruption=neurotoxin(top=1)', r"attack 'neurotoxin': top must be a number in \[0, 1\), got '1'"),
+        ('--corruption=edge_case(source=10)',
+         r'--corruption=edge_case\(source=10\): source must be a class in \[0, 9\], got 10 for --task=digits'),
+        ('--corruption=edge_case(source=1,target=1)', "attack 'edge_case': source must differ from target, got both 1"),
+        ('--corruption=edge_case(tail=1)', r"attack 'edge_case': tail must be a number in \(0, 1\), got '1'"),
+        ('--task=synthetic_regression --corruption=edge_case',
+         r'--corruption=edge_case: edge_case applies to the tasks with a pixel trigger \(digits\), not '
+         '--task=synthetic_regression'),
         ('--progress_bar=maybe', 'progress_bar'),
         ('--tff_worker_address=localhost', 'tff_worker_address'),
         ('--tff_worker_address=localhost:0', 'tff_worker_address'),
@@ -577,6 +584,21 @@ def test_the_attacks_of_issue_22_train_two_rounds_on_digits(tmp_path, attack, fl
   assert 0.0 <= summary['eval/accuracy'] <= 1.0 and np.isfinite(summary['eval/loss'])
   if attack != 'label_flipping':  # update attacks count the flagged clients of each cohort
     assert sum(float(row['aggregator/num_corrupted_clients']) for row in rows) > 0
+
+
+@pytest.mark.slow
+def test_the_edge_case_backdoor_in_a_window_of_rounds_reports_its_attack_success_rate(tmp_path):
+  """A data poisoning (no update half), in rounds 1-2 of 3: every evaluation reports the ASR on the held-out
+  tail beside the accuracy."""
+  result = train_runs.train(tmp_path, '--algorithm=fedavg', '--total_rounds=3', '--rounds_per_eval=1',
+                            '--clients_per_round=5', '--corruption=edge_case(target=1,tail=0.2)',
+                            '--corruption_fraction=0.3', '--corruption_end_round=2')
+  assert result.returncode == 0, result.stderr[-3000:]
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['corruption'] == 'edge_case(target=1,tail=0.2)' and summary.get('attack') is None
+  assert summary['corruption_end_round'] == 2 and len(rows) == 3
+  assert all(0.0 <= float(row['eval/attack_success_rate']) <= 1.0 for row in rows)
+  assert summary['eval/attack_success_rate'] == float(rows[-1]['eval/attack_success_rate'])
 
 
 @pytest.mark.slow

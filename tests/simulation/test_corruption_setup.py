@@ -210,7 +210,8 @@ def test_a_targeted_attacks_update_half_is_model_replacements_boost_at_the_serve
   assert str(corruption.update_attack('model_replacement(target=2,boost=4)', 0.25)) == 'boost(gamma=4,eta=0.25)'
   assert corruption.update_attack('backdoor(target=2)') is None
   with pytest.raises(ValueError, match=r"targeted attack spec \(backdoor, model_replacement, constrain_and_scale, "
-                                       r"neurotoxin\): attack 'backdoor': share must be a number in \(0, 1\]"):
+                                       r"neurotoxin, edge_case\): attack 'backdoor': share must be a number in "
+                                       r"\(0, 1\]"):
     corruption.update_attack('backdoor(share=2)')
   with pytest.raises(ValueError, match="unknown attack 'backdor'"):
     corruption.update_attack('backdor')

@@ -5,8 +5,9 @@ Data attacks change a corrupted client's raw data: 'data' is the task's own pois
 such as 'alie(z=1)': `tff_robust.core.attacks.catalog`) change what it sends
 (`tff_robust.aggregators.update_corruption`). Targeted attacks (`TARGETED_ATTACKS`, specs such as
 'backdoor(target=0)': `tff_robust.core.attacks.targeted_catalog`) poison its raw data with the task's pixel trigger
-(`Task.backdoor`) and may also run an update attack on what it sends (model replacement's boost). An
-`AttackWindow` limits the rounds in which the corrupted clients attack.
+(`Task.backdoor`), or for the edge case drop its examples of the task's edge-case pool and append the pool relabelled
+(`tff_robust.core.attacks.edge_case`), and may also run an update attack on what it sends (model replacement's
+boost). An `AttackWindow` limits the rounds in which the corrupted clients attack.
 """
 
 import dataclasses
@@ -68,7 +69,8 @@ def update_attack(corruption: str, server_learning_rate: float = 1.0):
 
 def attack_success_evaluator(task: base.Task, corruption: str):
   """model weights -> {'attack_success_rate': ASR} of the targeted attack `corruption` on `task`'s evaluation
-  examples (`tasks.backdoor.PixelBackdoor.success_evaluator`), or None for any other corruption.
+  examples (`tasks.backdoor.PixelBackdoor.success_evaluator`; the edge case's: on those in its tail,
+  `edge_case_success_evaluator`), or None for any other corruption.
 
   Raises:
     ValueError: for a targeted attack on a task without a pixel trigger, or a trigger that does not fit the task.
@@ -76,13 +78,24 @@ def attack_success_evaluator(task: base.Task, corruption: str):
   targeted = targeted_attack(corruption)
   if targeted is None:
     return None
-  return _backdoor_of(task, targeted).success_evaluator(targeted.trigger())
+  support = _backdoor_of(task, targeted)
+  if targeted.is_edge_case:
+    return support.edge_case_success_evaluator(targeted.edge_case())
+  return support.success_evaluator(targeted.trigger())
 
 
 def _backdoor_of(task: base.Task, targeted: targeted_catalog.TargetedSpec):
   if task.backdoor is None:
     raise ValueError(f'{targeted.name} needs a task with a pixel trigger (digits), not {task.name!r}')
   return task.backdoor
+
+
+def _poison_of(task: base.Task, targeted: targeted_catalog.TargetedSpec):
+  """The transform of an attacker's raw data under `targeted`: the pixel trigger's, or the edge case's pool."""
+  support = _backdoor_of(task, targeted)
+  if targeted.is_edge_case:
+    return support.edge_case_poison(targeted.edge_case())
+  return support.poison(targeted.trigger())
 
 
 @functools.cache
@@ -136,7 +149,7 @@ def _client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[str],
   targeted = targeted_attack(corruption)
   sends_flag = update_attack(corruption) is not None
   if targeted is not None:
-    task = dataclasses.replace(task, corrupt_train=_backdoor_of(task, targeted).poison(targeted.trigger()))
+    task = dataclasses.replace(task, corrupt_train=_poison_of(task, targeted))
   elif corruption == 'label_flipping':
     if task.flip_labels is None:
       raise ValueError(f'label_flipping needs a task with class labels, not {task.name!r}')

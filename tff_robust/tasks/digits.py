@@ -154,7 +154,8 @@ def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_cl
   example is then read.
 
   `backdoor` (`tasks.backdoor.PixelBackdoor`) poisons with pixel triggers on the 8 x 8 images and measures the
-  attack success rate on the same examples as `evaluate` (held-out or validation).
+  attack success rate on the same examples as `evaluate` (held-out or validation); for the edge-case backdoor it
+  holds the clients' training examples (their training parts with a validation share), where the tail is fixed.
   """
   if not label_concentration > 0 or not np.isfinite(label_concentration):
     raise ValueError(f'label_concentration must be a finite number > 0, got {label_concentration!r}')
@@ -180,5 +181,7 @@ def create_task(*, client_epochs: int, client_batch_size: int, seed: int, num_cl
           'eval': evaluation.DeviceGroup(base.client_data_from_arrays(test_devices), batch, weighted=False),
       }, {}),
       personal_test_data=base.client_data_from_arrays(personal_test_data),
-      backdoor=backdoor.PixelBackdoor(IMAGE_SHAPE, NUM_CLASSES, model_fn, x_test, y_test),
+      backdoor=backdoor.PixelBackdoor(IMAGE_SHAPE, NUM_CLASSES, model_fn, x_test, y_test,
+                                      train_x=np.concatenate([clients[cid][0] for cid in sorted(clients)]),
+                                      train_y=np.concatenate([clients[cid][1] for cid in sorted(clients)])),
   )

@@ -18,8 +18,14 @@ like `data` and `label_flipping`), and may also change what they send (an update
     each attacker's update zeroed on the top `top` share of coordinates of the last global update by magnitude
     (`catalog`'s `masked`; NumPy: `neurotoxin`), so that the honest clients, who change those most, overwrite the
     backdoor less after the attackers stop. The paper projects every local step; this projects the update once.
+  - `edge_case(target=0,source=rule,tail=0.1,share=0.5)` (Wang et al., NeurIPS 2020, "Attack of the Tails"): no
+    trigger; a `share` of each attacker's examples (the backdoor's positions) replaced by a fixed pool of the
+    training set's tail examples of the source classes (`source`, unset: every class but the target), those
+    farthest from their class mean (the top `tail` quantile of the distance), labelled `target`; the ASR is
+    measured on the held-out examples of that tail (NumPy: `edge_case`, which states the analogue and why).
 The task-dependent ranges (the target a class of the task, the patch within its input) are
-`backdoor.check_trigger`'s; the tasks that define a pixel trigger are `tff_robust.tasks.task_names.BACKDOOR_TASKS`.
+`backdoor.check_trigger`'s (`edge_case.check_edge_case`'s for the edge case: both classes of the task, distinct);
+the tasks that define a pixel trigger are `tff_robust.tasks.task_names.BACKDOOR_TASKS`.
 
 Imports no TensorFlow.
 """
@@ -28,16 +34,22 @@ from typing import Optional
 
 from tff_robust.core.attacks import backdoor
 from tff_robust.core.attacks import catalog
+from tff_robust.core.attacks import edge_case as edge_case_lib
 
 DEFAULT_SHARE = 0.5
 DEFAULT_SIZE = 2.0
 DEFAULT_ALPHA = 0.7
+DEFAULT_TAIL = 0.1
+
+
+def _class_parameter(name, default):
+  return catalog.Parameter(name, float, default, 'an integer >= 0 (a class of the task)',
+                           lambda v: v >= 0 and v == int(v) and v < 2**31)
 
 
 def _trigger_parameters():
   return (
-      catalog.Parameter('target', float, 0.0, 'an integer >= 0 (a class of the task)',
-                        lambda v: v >= 0 and v == int(v) and v < 2**31),
+      _class_parameter('target', 0.0),
       catalog.Parameter('share', float, DEFAULT_SHARE, 'a number in (0, 1]', lambda v: 0 < v <= 1),
       catalog.Parameter('size', float, DEFAULT_SIZE, 'an integer >= 1 (the side of the patch, within the input)',
                         lambda v: v >= 1 and v == int(v) and v < 2**31),
@@ -67,6 +79,13 @@ _TARGETED = (
                        _trigger_parameters() + (
                            catalog.Parameter('top', float, catalog.DEFAULT_NEUROTOXIN_TOP, 'a number in [0, 1)',
                                              lambda v: 0 <= v < 1),)),
+    catalog.AttackInfo('edge_case', 'edge-case backdoor: a pool of the training set\'s source-class examples '
+                       'farthest from their class mean (top tail quantile; source unset: every class but the '
+                       'target), labelled target, in place of a share of each attacker\'s examples (Wang et al. '
+                       '2020)',
+                       (_class_parameter('target', 0.0), _class_parameter('source', None),
+                        catalog.Parameter('tail', float, DEFAULT_TAIL, 'a number in (0, 1)', lambda v: 0 < v < 1),
+                        _trigger_parameters()[1])),
 )
 TARGETED_ATTACKS = {info.name: info for info in _TARGETED}
 TARGETED_ATTACK_NAMES = tuple(TARGETED_ATTACKS)
@@ -79,8 +98,32 @@ class TargetedSpec(catalog.AttackSpec):
   def info(self) -> catalog.AttackInfo:
     return TARGETED_ATTACKS[self.name]
 
+  @property
+  def is_edge_case(self) -> bool:
+    """Whether the attack is the edge-case backdoor (no pixel trigger: `edge_case()`)."""
+    return self.name == 'edge_case'
+
+  def edge_case(self) -> edge_case_lib.EdgeCase:
+    """The edge-case backdoor's classes and tail (the edge_case attack only)."""
+    if not self.is_edge_case:
+      raise ValueError(f'{self.name} is a pixel-trigger attack, not the edge case')
+    options = self.options()
+    source = options['source']
+    return edge_case_lib.EdgeCase(target=int(options['target']), source=None if source is None else int(source),
+                                  tail=float(options['tail']), share=float(options['share']))
+
+  def check_task(self, image_shape, num_classes: int) -> None:
+    """Raises ValueError, naming the parameter and its range, if the attack does not fit a task with these images
+    and classes (`backdoor.check_trigger`, `edge_case.check_edge_case`)."""
+    if self.is_edge_case:
+      edge_case_lib.check_edge_case(self.edge_case(), num_classes)
+    else:
+      backdoor.check_trigger(self.trigger(), image_shape, num_classes)
+
   def trigger(self) -> backdoor.PixelTrigger:
-    """The pixel trigger of the attack's data poisoning."""
+    """The pixel trigger of the attack's data poisoning (the pixel-trigger attacks only)."""
+    if self.is_edge_case:
+      raise ValueError('edge_case has no pixel trigger')
     options = self.options()
     return backdoor.PixelTrigger(target=int(options['target']), share=float(options['share']),
                                  size=int(options['size']), value=float(options['value']))
@@ -108,11 +151,16 @@ def parse(spec) -> TargetedSpec:
   """The checked `TargetedSpec` of `spec` (a string or a `TargetedSpec`).
 
   Raises:
-    ValueError: naming the unknown attack or parameter and listing the allowed ones, or a value out of range.
+    ValueError: naming the unknown attack or parameter and listing the allowed ones, or a value out of range (or
+      the edge case's source equal to its target).
   """
   if isinstance(spec, TargetedSpec):
     return spec
-  return TargetedSpec(*catalog.checked_values(spec, TARGETED_ATTACKS))
+  checked = TargetedSpec(*catalog.checked_values(spec, TARGETED_ATTACKS))
+  if checked.is_edge_case and checked.options()['source'] == checked.options()['target']:
+    raise ValueError(f"attack 'edge_case': source must differ from target, got both "
+                     f"{int(checked.options()['target'])} in {spec!r}")
+  return checked
 
 
 def lookup(spec) -> Optional[TargetedSpec]:

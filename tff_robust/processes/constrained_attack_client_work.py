@@ -10,23 +10,19 @@ L_ano is the squared Euclidean distance to the global model (the paper's anomaly
 for a norm bound, the distance).
 
 Each client's data is `<dataset, flag dataset>` and its update leaves as `<update, flag>`, as
-`counting_client_work`'s with `client_flags=True`; stateless, like FedProx's client work
-(`tff_robust.processes.fedprox`), with the same non-finite and empty counts.
+`counting_client_work`'s with `client_flags=True`; stateless, with FedProx's result, non-finite and empty counts
+(`stateless_client_work`).
 """
-
-import collections
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_robust.aggregators import federated_counting
-from tff_robust.aggregators import nonfinite
-from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.processes import counting_client_work
 from tff_robust.processes import local_training
 from tff_robust.processes import model_types
+from tff_robust.processes import stateless_client_work
 
 
 def build_constrained_attack_client_work(
@@ -54,32 +50,7 @@ def build_constrained_attack_client_work(
         proximal_strength=tf.where(flagged, 2.0 * (1.0 - alpha), 0.0),
         loss_weight=tf.where(flagged, alpha, 1.0),
     )
-    update = [g - w for w, g in zip(trained, global_trainable)]  # TFF's sign: applied as a gradient
-    if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
-      weight = tf.cast(num_examples, tf.float32)
-    else:
-      weight = tf.constant(1.0)
-    update, weight, left_out = nonfinite.leave_out_if_nonfinite(update, weight)
-    result = tff.learning.templates.ClientResult(update=(update, flagged), update_weight=weight)
-    empty = federated_counting.is_empty_after(dataset, result)
-    return result, structure_math.zeros_where(left_out, metrics), left_out, empty
+    return stateless_client_work.client_result(trained, global_trainable, num_examples, metrics, dataset,
+                                               client_weighting, flag=flagged)
 
-  @tff.federated_computation()
-  def init_fn():
-    return tff.federated_value((), tff.SERVER)
-
-  @tff.federated_computation(
-      init_fn.type_signature.result,
-      tff.FederatedType(weights_type, tff.CLIENTS),
-      tff.FederatedType(client_data_type, tff.CLIENTS),
-  )
-  def next_fn(state, model_weights, client_data):
-    result, model_metrics, left_out, empty = tff.federated_map(client_update, (model_weights, client_data))
-    measurements = collections.OrderedDict(
-        train=metrics_aggregation_fn(model_metrics),
-        num_nonfinite_updates=federated_counting.count_flagged_clients(left_out),
-        num_empty_datasets=tff.federated_sum(empty),
-    )
-    return tff.templates.MeasuredProcessOutput(state, result, tff.federated_zip(measurements))
-
-  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
+  return stateless_client_work.build(client_update, weights_type, client_data_type, metrics_aggregation_fn)

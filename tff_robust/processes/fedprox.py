@@ -13,19 +13,15 @@ so it pushes clients away from w_t. This process takes its arguments (less `mode
 `loop_implementation`) and has the sign of eq. (2).
 """
 
-import collections
 from typing import Optional
 
-import tensorflow as tf
 import tensorflow_federated as tff
 
-from tff_robust.aggregators import federated_counting
-from tff_robust.aggregators import nonfinite
-from tff_robust.aggregators import structure_math
 from tff_robust.aggregators import type_checks
 from tff_robust.processes import composition
 from tff_robust.processes import local_training
 from tff_robust.processes import model_types
+from tff_robust.processes import stateless_client_work
 
 _CLIENT_WEIGHTINGS = (tff.learning.ClientWeighting.NUM_EXAMPLES, tff.learning.ClientWeighting.UNIFORM)
 
@@ -59,35 +55,10 @@ def build_fedprox_client_work(
         model_fn(), client_optimizer_fn, global_weights, dataset, anchor=global_trainable,
         proximal_strength=proximal_strength,
     )
-    update = [g - w for w, g in zip(trained, global_trainable)]  # TFF's sign: applied as a gradient
-    if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
-      weight = tf.cast(num_examples, tf.float32)
-    else:
-      weight = tf.constant(1.0)
-    update, weight, left_out = nonfinite.leave_out_if_nonfinite(update, weight)
-    result = tff.learning.templates.ClientResult(update=update, update_weight=weight)
-    empty = federated_counting.is_empty_after(dataset, result)
-    return result, structure_math.zeros_where(left_out, metrics), left_out, empty
+    return stateless_client_work.client_result(trained, global_trainable, num_examples, metrics, dataset,
+                                               client_weighting)
 
-  @tff.federated_computation()
-  def init_fn():
-    return tff.federated_value((), tff.SERVER)
-
-  @tff.federated_computation(
-      init_fn.type_signature.result,
-      tff.FederatedType(weights_type, tff.CLIENTS),
-      tff.FederatedType(data_type, tff.CLIENTS),
-  )
-  def next_fn(state, model_weights, client_data):
-    result, model_metrics, left_out, empty = tff.federated_map(client_update, (model_weights, client_data))
-    measurements = collections.OrderedDict(
-        train=metrics_aggregation_fn(model_metrics),
-        num_nonfinite_updates=federated_counting.count_flagged_clients(left_out),
-        num_empty_datasets=tff.federated_sum(empty),
-    )
-    return tff.templates.MeasuredProcessOutput(state, result, tff.federated_zip(measurements))
-
-  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
+  return stateless_client_work.build(client_update, weights_type, data_type, metrics_aggregation_fn)
 
 
 def build_fedprox_process(

@@ -143,7 +143,7 @@ def test_a_driver_in_the_peer_namespace_runs_rfa_and_secure_delta_fl_on_two_tls_
     expected, _ = algorithm_rounds.run_rounds(local, process, cohort, initial_weights=initial[name])
     with np.load(tmp_path / f'{name}.npz') as remote:
       remote_weights = [remote[key] for key in remote.files]
-    algorithm_rounds.assert_close(remote_weights, algorithm_rounds.flat_model_weights(process, expected))
+    algorithm_rounds.assert_close(remote_weights, algorithm_rounds.flat_model_weights(process, expected), name)
     assert not np.allclose(remote_weights[0], initial[name][0])  # it trained
   for worker in workers:  # both computed, reached from the peer through TLS only
     accepted = worker.lines('accepted a connection')

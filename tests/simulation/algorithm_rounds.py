@@ -50,10 +50,11 @@ def run_rounds(context, process, cohort, client_states=None, initial_weights=Non
   return state, client_states
 
 
-def assert_close(actual, expected):
-  """Every array of two structures equal to float rounding (1e-5 relative)."""
-  for actual_array, expected_array in zip(tf.nest.flatten(actual), tf.nest.flatten(expected), strict=True):
-    np.testing.assert_allclose(actual_array, expected_array, rtol=1e-5, atol=1e-6)
+def assert_close(actual, expected, name=''):
+  """Every array of two structures equal to float rounding (1e-5 relative); a failure names `name` and the array."""
+  pairs = zip(tf.nest.flatten(actual), tf.nest.flatten(expected), strict=True)
+  for index, (actual_array, expected_array) in enumerate(pairs):
+    np.testing.assert_allclose(actual_array, expected_array, rtol=1e-5, atol=1e-6, err_msg=f'{name} array {index}')
 
 
 def flat_model_weights(process, state) -> list:

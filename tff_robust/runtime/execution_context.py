@@ -282,11 +282,11 @@ class _WorkerExitInterceptor(grpc.UnaryUnaryClientInterceptor):
     return outcome
 
 
-def _wait_until_ready(stub, channel, address: str, *, worker: Optional[LocalWorker] = None, tls: bool = False):
-  """Waits until `stub`'s `channel` is ready, or TimeoutError with gRPC's reason; a TLS channel whose handshake
-  fails raises `worker_channels.WorkerCertificateError` at once (`worker_channels.check_handshake`)."""
+def _wait_until_ready(is_ready, channel, address: str, *, worker: Optional[LocalWorker] = None, tls: bool = False):
+  """Waits until `is_ready()`, or TimeoutError with gRPC's reason why `channel` is not ready; a TLS channel whose
+  handshake fails raises `worker_channels.WorkerCertificateError` at once (`worker_channels.check_handshake`)."""
   deadline = time.monotonic() + _WORKER_START_TIMEOUT_SECONDS
-  while not stub.is_ready:
+  while not is_ready():
     if worker is not None:
       worker.check_running()
     if tls:
@@ -354,19 +354,25 @@ def local_worker_context(
       worker_channels.open_channel(worker.address), _WorkerExitInterceptor(worker)
   )
   stub = tff.framework.RemoteExecutorGrpcStub(channel)
-  _wait_until_ready(stub, channel, worker.address, worker=worker)
+  _wait_until_ready(lambda: stub.is_ready, channel, worker.address, worker=worker)
   return _make_context(stub, default_num_clients, optimize_graphs)
 
 
 def _ready_stub(address: str, credentials: Optional[worker_tls.ClientCredentials] = None):
+  """TFF's stub on a channel to `address` once the channel is ready.
+
+  The stub is made only then: it subscribes to the channel's connectivity, and closing a subscribed channel races
+  gRPC's polling thread, which then prints a `ValueError: Cannot monitor channel state: Channel closed!` traceback
+  under the one-line refusal. Before, readiness is asked of the channel itself (`connection_failure`).
+  """
   channel = worker_channels.open_channel(address, credentials)
-  stub = tff.framework.RemoteExecutorGrpcStub(channel)
   try:
-    _wait_until_ready(stub, channel, address, tls=credentials is not None)
+    _wait_until_ready(lambda: worker_channels.connection_failure(channel) is None, channel, address,
+                      tls=credentials is not None)
   except BaseException:
     channel.close()  # or gRPC goes on reconnecting in the background
     raise
-  return stub
+  return tff.framework.RemoteExecutorGrpcStub(channel)
 
 
 def set_remote_execution_context(

@@ -3,7 +3,6 @@
 
 import numpy as np
 import pytest
-import tensorflow_federated as tff
 
 from tff_robust import tasks
 from tff_robust.core.attacks import backdoor as reference
@@ -12,6 +11,7 @@ from tff_robust.simulation import corruption
 from tff_robust.tasks import base
 from tff_robust.tasks import digits
 from tests.simulation import numpy_classifiers
+from tests.tasks import digits_weights
 
 _SPEC = 'backdoor(target=4,share=0.3,size=3,value=0.75)'
 _TRIGGER = reference.PixelTrigger(target=4, share=0.3, size=3, value=0.75)
@@ -52,22 +52,10 @@ def test_an_attackers_training_batches_are_the_numpy_poisoning_of_its_raw_exampl
       assert np.sum(labels == 4) == 2 * np.sum(raw_labels == 4)
 
 
-def _weights(trainable):
-  return tff.learning.models.ModelWeights(trainable=[np.asarray(w, np.float32) for w in trainable], non_trainable=[])
-
-
-def _constant_model(logit_of_target):
-  """A digits MLP whose logits are its output bias whatever the input: the target's logit `logit_of_target`."""
-  shapes = [v.shape for v in digits.model_fn().trainable_variables]
-  trainable = [np.zeros(s, np.float32) for s in shapes]
-  trainable[3][4] = logit_of_target
-  return _weights(trainable)
-
-
 def test_the_attack_success_rate_is_1_for_a_model_that_always_says_the_target_and_0_for_one_that_never_does(task):
   asr = corruption.attack_success_evaluator(task, _SPEC)
-  assert asr(_constant_model(10.0)) == {'attack_success_rate': 1.0}
-  assert asr(_constant_model(-10.0)) == {'attack_success_rate': 0.0}
+  assert asr(digits_weights.constant_model(4, 10.0)) == {'attack_success_rate': 1.0}
+  assert asr(digits_weights.constant_model(4, -10.0)) == {'attack_success_rate': 0.0}
   assert corruption.attack_success_evaluator(task, 'data') is None
   assert corruption.attack_success_evaluator(task, 'alie') is None
 
@@ -91,9 +79,9 @@ def test_the_attack_success_rate_of_a_random_model_is_the_numpy_one_on_the_accur
   predictions = numpy_classifiers.mlp_logits(trainable, stamped).argmax(axis=1)
   expected = reference.attack_success_rate(predictions, y, target=4)
   assert 0.2 < expected < 0.8
-  got = corruption.attack_success_evaluator(task, _SPEC)(_weights(trainable))['attack_success_rate']
+  got = corruption.attack_success_evaluator(task, _SPEC)(digits_weights.model_weights(trainable))['attack_success_rate']
   assert got == pytest.approx(expected, abs=1e-6)  # Keras accuracy in float32; one input is ~3e-3
-  assert task.evaluate(_weights(trainable))['accuracy'] == pytest.approx(
+  assert task.evaluate(digits_weights.model_weights(trainable))['accuracy'] == pytest.approx(
       1 - numpy_classifiers.error_rate(numpy_classifiers.mlp_logits(trainable, x), y), abs=1e-6)
 
 

@@ -3,7 +3,6 @@
 
 import numpy as np
 import pytest
-import tensorflow_federated as tff
 
 from tff_robust import tasks
 from tff_robust.core.attacks import backdoor
@@ -13,6 +12,7 @@ from tff_robust.simulation import corruption
 from tff_robust.tasks import base
 from tff_robust.tasks import digits
 from tests.simulation import numpy_classifiers
+from tests.tasks import digits_weights
 
 _SPEC = 'edge_case(target=1,tail=0.2,share=0.3)'
 _EDGE = reference.EdgeCase(target=1, source=None, tail=0.2, share=0.3)
@@ -64,21 +64,10 @@ def test_an_attackers_training_batches_are_the_numpy_poisoning_with_the_training
       assert np.sum(labels == 1) == 2 * np.sum(raw_y == 1)
 
 
-def _weights(trainable):
-  return tff.learning.models.ModelWeights(trainable=[np.asarray(w, np.float32) for w in trainable], non_trainable=[])
-
-
-def _constant_model(logit_of_target):
-  shapes = [v.shape for v in digits.model_fn().trainable_variables]
-  trainable = [np.zeros(s, np.float32) for s in shapes]
-  trainable[3][1] = logit_of_target
-  return _weights(trainable)
-
-
 def test_the_attack_success_rate_is_1_for_a_model_that_always_says_the_target_and_0_for_one_that_never_does(task):
   asr = corruption.attack_success_evaluator(task, _SPEC)
-  assert asr(_constant_model(10.0)) == {'attack_success_rate': 1.0}
-  assert asr(_constant_model(-10.0)) == {'attack_success_rate': 0.0}
+  assert asr(digits_weights.constant_model(1, 10.0)) == {'attack_success_rate': 1.0}
+  assert asr(digits_weights.constant_model(1, -10.0)) == {'attack_success_rate': 0.0}
 
 
 @pytest.mark.parametrize('validation_fraction', [None, 0.2])
@@ -105,7 +94,7 @@ def test_the_attack_success_rate_of_a_random_model_is_the_numpy_one_on_the_held_
   predictions = numpy_classifiers.mlp_logits(trainable, inputs).argmax(axis=1)
   expected = backdoor.attack_success_rate(predictions, y[tail.in_tail(x, y)], target=1)
   assert 0.2 < expected < 0.8
-  got = corruption.attack_success_evaluator(task, _SPEC)(_weights(trainable))['attack_success_rate']
+  got = corruption.attack_success_evaluator(task, _SPEC)(digits_weights.model_weights(trainable))['attack_success_rate']
   assert got == pytest.approx(expected, abs=1e-6)
 
 

@@ -22,7 +22,14 @@ CONFIGS = {
 
 
 def task_and_cohort():
-  """(the digits task, the cohort's client ids, their datasets)."""
+  """(the digits task, the cohort's client ids, their datasets).
+
+  TF's global seed is set first: a task's shuffle order is TensorFlow's function of (global seed, task seed), and
+  earlier tests in the same Python process set other global seeds. So every process that calls this (the test's,
+  a remote driver's) trains on the same order; without it the tests that compare a driver process's rounds with
+  their own failed in CI whenever such a test had run first in their pytest worker (stop 48).
+  """
+  tf.random.set_seed(0)
   task = tasks.create_task('digits', client_epochs=1, client_batch_size=10, seed=0)
   ids = task.train_data.client_ids[:NUM_CLIENTS]
   return task, ids, [task.client_dataset(client_id) for client_id in ids]

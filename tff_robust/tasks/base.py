@@ -106,7 +106,12 @@ def test_dataset_from_arrays(x, y, batch_size: int = 256) -> tf.data.Dataset:
 @dataclasses.dataclass(frozen=True)
 class Batching:
   """Local-training pipeline: shuffle (a buffer of `SHUFFLE_BUFFER` examples, seeded, reshuffled each
-  epoch), repeat `epochs` times, batch by `batch_size`."""
+  epoch), repeat `epochs` times, batch by `batch_size`.
+
+  The order is TensorFlow's function of `seed` and TF's global seed at the time the client's dataset is made
+  (`tf.data.Dataset.shuffle`): the same task seed gives another order after another `tf.random.set_seed`. The
+  runner sets the global seed to `--seed` (`tf.keras.utils.set_random_seed`) before making any dataset, so a
+  run is reproducible from its flags; code that compares runs made in two Python processes sets it in both."""
 
   SHUFFLE_BUFFER = 1024
   epochs: int

@@ -6,12 +6,12 @@ import pytest
 
 from tff_robust import tasks
 from tff_robust.core.attacks import backdoor as reference
-from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import corruption
 from tff_robust.tasks import base
 from tff_robust.tasks import digits
 from tests.simulation import numpy_classifiers
 from tests.tasks import digits_weights
+from tests.tasks import served_batches
 
 _SPEC = 'backdoor(target=4,share=0.3,size=3,value=0.75)'
 _TRIGGER = reference.PixelTrigger(target=4, share=0.3, size=3, value=0.75)
@@ -20,10 +20,6 @@ _TRIGGER = reference.PixelTrigger(target=4, share=0.3, size=3, value=0.75)
 @pytest.fixture(scope='module')
 def task():
   return tasks.create_task('digits', client_epochs=2, client_batch_size=8, seed=5)
-
-
-def _batches(dataset):
-  return [(b['x'].numpy(), b['y'].numpy()) for b in dataset]
 
 
 def test_an_attackers_training_batches_are_the_numpy_poisoning_of_its_raw_examples(task):
@@ -37,13 +33,7 @@ def test_an_attackers_training_batches_are_the_numpy_poisoning_of_its_raw_exampl
       {cid: reference.poison(x, y, _TRIGGER, digits.IMAGE_SHAPE) if cid in chosen else (x, y)
        for cid, (x, y) in clients.items()})
   for cid in sorted(clients)[:4]:
-    served = _batches(client_pipelines.as_dataset(data_fn(cid)))
-    expected = _batches(task.preprocess_train(expected_task.create_tf_dataset_for_client(cid)))
-    assert len(served) == len(expected)
-    for (x, y), (ex, ey) in zip(served, expected):
-      np.testing.assert_array_equal(x, ex)
-      np.testing.assert_array_equal(y, ey)
-    labels = np.concatenate([y for _, y in served])
+    labels = served_batches.assert_served_as_expected(task, data_fn, expected_task, cid)
     raw_labels = clients[cid][1]
     poisoned = reference.poisoned_positions(len(raw_labels), 0.3)
     if cid in chosen:  # both epochs: the poisoned examples relabelled 4, the others' labels kept

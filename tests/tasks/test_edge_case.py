@@ -7,12 +7,12 @@ import pytest
 from tff_robust import tasks
 from tff_robust.core.attacks import backdoor
 from tff_robust.core.attacks import edge_case as reference
-from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import corruption
 from tff_robust.tasks import base
 from tff_robust.tasks import digits
 from tests.simulation import numpy_classifiers
 from tests.tasks import digits_weights
+from tests.tasks import served_batches
 
 _SPEC = 'edge_case(target=1,tail=0.2,share=0.3)'
 _EDGE = reference.EdgeCase(target=1, source=None, tail=0.2, share=0.3)
@@ -26,10 +26,6 @@ def task():
 def _pooled(clients):
   return (np.concatenate([clients[cid][0] for cid in sorted(clients)]),
           np.concatenate([clients[cid][1] for cid in sorted(clients)]))
-
-
-def _batches(dataset):
-  return [(b['x'].numpy(), b['y'].numpy()) for b in dataset]
 
 
 def test_an_attackers_training_batches_are_the_numpy_poisoning_with_the_training_sets_tail_pool(task):
@@ -47,14 +43,8 @@ def test_an_attackers_training_batches_are_the_numpy_poisoning_with_the_training
       {cid: reference.poison(x, y, pool, 0.3, target=1) if cid in chosen else (x, y)
        for cid, (x, y) in clients.items()})
   for cid in sorted(clients)[:3]:
-    served = _batches(client_pipelines.as_dataset(data_fn(cid)))
-    expected = _batches(task.preprocess_train(expected_task.create_tf_dataset_for_client(cid)))
-    assert len(served) == len(expected)
-    for (x, y), (ex, ey) in zip(served, expected):
-      np.testing.assert_array_equal(x, ex)
-      np.testing.assert_array_equal(y, ey)
+    labels = served_batches.assert_served_as_expected(task, data_fn, expected_task, cid)
     raw_x, raw_y = clients[cid]
-    labels = np.concatenate([y for _, y in served])
     assert len(labels) == 2 * len(raw_y)  # the attacker's weight is its own count
     if cid in chosen:  # both epochs: the replaced positions and its own tail examples labelled 1
       own_tail = reference.in_pool(raw_x, pool) & ~backdoor.poisoned_positions(len(raw_y), 0.3)

@@ -29,7 +29,7 @@ def test_rfa_on_digits_reaches_90_percent_with_default_settings(tmp_path):
 
 
 def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
-  result = train_runs.train(
+  result = train_runs.train_here(
       tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=6', '--rounds_per_eval=1'
   )
   assert result.returncode == 0, result.stderr[-3000:]
@@ -92,7 +92,7 @@ _CENTERED_CLIPPING_FLAGS = ('--centered_clipping_radius=0.5', '--centered_clippi
     ('filtered_centered_clipping', (*_CENTERED_CLIPPING_FLAGS, '--norm_filter_multiplier=1.5'), 2 * (2 + 2)),
 ])
 def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, flags, calls):
-  result = train_runs.train(
+  result = train_runs.train_here(
       tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=2', '--rounds_per_eval=2', *flags
   )
   assert result.returncode == 0, result.stderr[-3000:]
@@ -106,7 +106,7 @@ def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, flags, ca
 
 
 def test_a_defence_chain_is_fedavgs_aggregator(tmp_path):
-  result = train_runs.train(
+  result = train_runs.train_here(
       tmp_path, '--task=digits', '--algorithm=fedavg', '--defence=arc > bucketing(s=3) > gm(passes=2)',
       '--num_byzantine=2', '--total_rounds=2', '--rounds_per_eval=2',
   )
@@ -121,7 +121,7 @@ def test_a_defence_chain_is_fedavgs_aggregator(tmp_path):
 
 @pytest.mark.parametrize('task', ['emnist_cnn', 'shakespeare_rnn'])
 def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
-  result = train_runs.train(
+  result = train_runs.train_here(
       tmp_path, f'--task={task}', '--algorithm=rfa_one_step', '--use_synthetic_data', '--total_rounds=1',
       '--clients_per_round=1', '--client_batch_size=4',  # synthetic data: 2 clients, 1 a test device
   )
@@ -133,7 +133,7 @@ def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
 
 
 def test_delta_fl_with_the_secure_quantile_reports_per_device_distributions(tmp_path):
-  result = train_runs.train(
+  result = train_runs.train_here(
       tmp_path, '--task=digits', '--algorithm=delta_fl', '--conformity_level=0.5', '--quantile_method=secure',
       '--total_rounds=4', '--rounds_per_eval=2',
   )
@@ -464,7 +464,7 @@ def test_bad_flag_stops_the_binary_before_any_output(tmp_path):
 @pytest.mark.parametrize('algorithm', ['fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa',
                                        'local_only'])
 def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
-  result = train_runs.train(tmp_path, '--task=digits_personal', f'--algorithm={algorithm}', '--total_rounds=3',
+  result = train_runs.train_here(tmp_path, '--task=digits_personal', f'--algorithm={algorithm}', '--total_rounds=3',
                   '--rounds_per_eval=3', '--clients_per_round=5', '--client_learning_rate=0.05')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, _ = train_runs.outputs(tmp_path)
@@ -478,8 +478,8 @@ def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
 def test_personal_learning_rate_sets_the_personal_step(tmp_path):
   """At --personal_learning_rate=0 the personal offsets u_i stay 0, while the default step moves them."""
   for name, extra in (('frozen', ('--personal_learning_rate=0',)), ('paper', ())):
-    result = train_runs.train(tmp_path, '--task=digits_personal', '--algorithm=personalized_rfa', '--total_rounds=2',
-                              '--rounds_per_eval=2', '--clients_per_round=5', *extra, name=name)
+    result = train_runs.train_here(tmp_path, '--task=digits_personal', '--algorithm=personalized_rfa',
+                                   '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=5', *extra, name=name)
     assert result.returncode == 0, result.stderr[-3000:]
   norms = {}
   for name in ('frozen', 'paper'):
@@ -493,7 +493,7 @@ def test_personal_learning_rate_sets_the_personal_step(tmp_path):
 
 def test_corrupted_runs_report_honest_and_corrupted_clients_apart(tmp_path):
   """personal_honest/* and personal_corrupted/* are the personal distribution over each part of the clients."""
-  result = train_runs.train(tmp_path, '--task=digits_personal', '--algorithm=personalized_rfa', '--total_rounds=1',
+  result = train_runs.train_here(tmp_path, '--task=digits_personal', '--algorithm=personalized_rfa', '--total_rounds=1',
                             '--clients_per_round=5', '--corruption=data', '--corruption_fraction=0.25', '--seed=3')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, _ = train_runs.outputs(tmp_path)
@@ -509,7 +509,7 @@ def test_corrupted_runs_report_honest_and_corrupted_clients_apart(tmp_path):
 
 
 def test_fedprox_trains_two_rounds_with_its_proximal_strength(tmp_path):
-  result = train_runs.train(tmp_path, '--task=fedprox_synthetic', '--algorithm=fedprox', '--fedprox_mu=0.5',
+  result = train_runs.train_here(tmp_path, '--task=fedprox_synthetic', '--algorithm=fedprox', '--fedprox_mu=0.5',
                             '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=5',
                             '--client_batch_size=10', '--client_learning_rate=0.01')
   assert result.returncode == 0, result.stderr[-3000:]
@@ -521,7 +521,7 @@ def test_fedprox_trains_two_rounds_with_its_proximal_strength(tmp_path):
 def test_stragglers_train_fewer_epochs(tmp_path):
   common = ('--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=2', '--client_epochs_per_round=5')
   for name, stragglers in (('all', '--straggler_fraction=1'), ('none', '--straggler_fraction=0')):
-    result = train_runs.train(tmp_path, *common, stragglers, name=name)
+    result = train_runs.train_here(tmp_path, *common, stragglers, name=name)
     assert result.returncode == 0, result.stderr[-3000:]
   (summary, slow), (_, full) = train_runs.outputs(tmp_path, 'all'), train_runs.outputs(tmp_path, 'none')
   assert summary['straggler_fraction'] == 1.0
@@ -530,7 +530,7 @@ def test_stragglers_train_fewer_epochs(tmp_path):
 
 
 def test_capped_clients_train_on_at_most_the_cap(tmp_path):
-  result = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=1',
+  result = train_runs.train_here(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=1',
                             '--client_epochs_per_round=2', '--max_client_examples=3')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
@@ -548,8 +548,9 @@ def test_capped_clients_train_on_at_most_the_cap(tmp_path):
     ('fedsgd', ('--minibatch_fraction=0.1',)),
 ])
 def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_path, algorithm, flags):
-  result = train_runs.train(tmp_path, '--task=digits_cohorts', f'--algorithm={algorithm}', '--clients_per_round=30',
-                  '--total_rounds=2', '--rounds_per_eval=2', '--client_batch_size=20', *flags)
+  result = train_runs.train_here(tmp_path, '--task=digits_cohorts', f'--algorithm={algorithm}',
+                                 '--clients_per_round=30', '--total_rounds=2', '--rounds_per_eval=2',
+                                 '--client_batch_size=20', *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
   assert 0.0 <= summary['personal/error_mean'] <= 1.0 and len(rows) == 2
@@ -573,7 +574,7 @@ def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_pat
     ('norm_aware(direction=ipm,c=1.40)', ()),
 ])
 def test_the_attacks_of_issue_22_train_two_rounds_on_digits(tmp_path, attack, flags):
-  result = train_runs.train(tmp_path, '--algorithm=fedavg', '--total_rounds=2', '--rounds_per_eval=2',
+  result = train_runs.train_here(tmp_path, '--algorithm=fedavg', '--total_rounds=2', '--rounds_per_eval=2',
                             f'--corruption={attack}', '--corruption_fraction=0.3', *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)

@@ -126,8 +126,15 @@ class PixelBackdoor:
                                y_key=self.y_key)
 
   def edge_case_dataset(self, edge: edge_case.EdgeCase, batch_size: int = 256) -> tf.data.Dataset:
-    """The evaluation examples in the tail (`edge_case.held_out_tail`), labelled the target, batched."""
+    """The evaluation examples in the tail (`edge_case.held_out_tail`), labelled the target, batched.
+
+    Raises:
+      ValueError: for an edge case that does not fit the task, or an evaluation set with no example in the tail.
+    """
     inputs = edge_case.held_out_tail(self.eval_x, self.eval_y, self._tail(edge))
+    if not len(inputs):
+      raise ValueError(f'no evaluation example is in the tail of {edge}: no input to measure the attack success '
+                       'rate on (a larger tail has more)')
     return tf.data.Dataset.from_tensor_slices(collections.OrderedDict([
         (self.x_key, inputs), (self.y_key, np.full(len(inputs), edge.target, self.eval_y.dtype))])).batch(batch_size)
 
@@ -137,11 +144,8 @@ class PixelBackdoor:
     held-out tail assigned to the target).
 
     Raises:
-      ValueError: for an edge case that does not fit the task, or an evaluation set with no example in the tail.
+      ValueError: as `edge_case_dataset`.
     """
-    if not len(edge_case.held_out_tail(self.eval_x, self.eval_y, self._tail(edge))):
-      raise ValueError(f'no evaluation example is in the tail of {edge}: no input to measure the attack success '
-                       'rate on (a larger tail has more)')
     evaluator = evaluation.CentralizedEvaluator(self.model_fn, self.edge_case_dataset(edge), {})
     return lambda model_weights: {ASR_METRIC: evaluator(model_weights)['accuracy']}
 

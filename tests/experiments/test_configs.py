@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from tests.experiments import train_runs
 # The tiny Sentiment140 data_dir fixture (module-scoped) of the Sent140 task tests, reused here.
 from tests.tasks import sent140_files
 
@@ -117,10 +118,7 @@ def _first_config_with_the_same_smoke_run(config: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize('config', CONFIGS)
-def test_flagfile_runs_two_rounds_offline(config, flag_values, tmp_path, monkeypatch, request):
-  import json  # pylint: disable=g-import-not-at-top
-  from experiments import train  # pylint: disable=g-import-not-at-top
-  from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
+def test_flagfile_runs_two_rounds_offline(config, tmp_path, monkeypatch, request):
   from tff_robust.tasks import sent140  # pylint: disable=g-import-not-at-top
 
   values = dict(line.removeprefix('--').split('=', 1) for line in _flag_lines(config))
@@ -130,13 +128,10 @@ def test_flagfile_runs_two_rounds_offline(config, flag_values, tmp_path, monkeyp
   if values['task'].startswith(_SENT140_TASKS):
     monkeypatch.setenv('TFDS_DATA_DIR', request.getfixturevalue('sent140_data_dir'))  # built once per module
     monkeypatch.delenv(sent140.GLOVE_PATH_ENV, raising=False)
-  # The session's TFF worker (tests/conftest.py) runs the computations: the runner must not replace or stop it.
-  monkeypatch.setattr(execution_context, 'set_local_execution_context', lambda **kwargs: None)
-  monkeypatch.setattr(execution_context, 'stop_local_execution_context', lambda: None)
-  flag_values(['train', f'--flagfile={os.path.join(CONFIG_DIR, config)}', *_smoke_overrides(config, tmp_path)])
-  train.main(['train'])
-  with open(tmp_path / 'run' / 'summary.json') as f:
-    summary = json.load(f)
+  result = train_runs.train_here(tmp_path, f'--flagfile={os.path.join(CONFIG_DIR, config)}',
+                                 *_smoke_overrides(config, tmp_path))  # on the session's TFF worker
+  assert result.returncode == 0, result.stderr
+  summary, _ = train_runs.outputs(tmp_path)
   assert summary['rounds'] == 2
   assert summary['algorithm'] == values['algorithm'] and summary['task'] == values['task']
   assert summary['seed'] == int(values['seed'])

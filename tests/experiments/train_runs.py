@@ -52,7 +52,8 @@ def train_here(tmp_path, *flags, name='run') -> subprocess.CompletedProcess:
   """`train`'s run in this process, on the session's TFF worker: `experiments.train.main` on the parsed flags.
 
   Its `returncode` is the exit status `main` returns, or `REFUSED` with the refusal in `stderr`; `stdout` is empty. For
-  tests of what a run computes and writes, not of what it prints or of its process: a forked run pays again for
+  tests of what a run computes and writes (test_train's, the flagfiles' smoke runs), not of what it prints or of
+  its process: a forked run pays again for
   the tracing, AutoGraph conversions and Keras set-up that this process has cached (a 2-round digits run took 17 s
   here against 25 s forked, 2026-11-28, NOTES.md). The runner's local worker is the session's (tests/conftest.py,
   without Grappler), so results equal a forked run's to float rounding, not bit for bit.

@@ -32,6 +32,8 @@ _PASS_COUNTS = {
     'personalized_rfa': ('rfa_num_passes', (1, 3, 10), {}),
     'delta_fl': ('quantile_passes', (1, 2, 8), {'quantile_method': 'secure'}),
 }
+_ALGORITHMS = flags.DEFINE_multi_enum('pass_algorithms', list(_PASS_COUNTS), list(_PASS_COUNTS),
+                                     'Algorithms timed at several pass counts (repeatable).')
 _ROUNDS = flags.DEFINE_integer('pass_rounds', 7, 'Timed rounds per (algorithm, pass count) (after one warm-up).',
                                lower_bound=1)
 _RATIO_AIM = flags.DEFINE_float('ratio_aim', 1.5, 'Round / FedAvg ratio the last column solves the pass count for.',
@@ -47,7 +49,8 @@ def section() -> str:
   task, cohort = scaling_common.task_and_cohort(m)
   base = algorithms.AlgorithmConfig(dde_steps=0)
   variants = {'fedavg': ('fedavg', base, None)}
-  for name, (field, counts, extra) in _PASS_COUNTS.items():
+  timed = {name: _PASS_COUNTS[name] for name in _PASS_COUNTS if name in _ALGORITHMS.value}
+  for name, (field, counts, extra) in timed.items():
     for count in counts:
       variants[f'{name}, {field}={count}'] = (name, dataclasses.replace(base, **extra, **{field: count}), count)
   processes = {
@@ -64,7 +67,7 @@ def section() -> str:
   rows = [[f'`{key}`', f'{wall[key]:.3f}', scaling_report.ratio(wall[key], wall['fedavg']), f'{cpu[key]:.3f}',
            scaling_report.ratio(cpu[key], cpu['fedavg'])] for key in variants]
   fit_rows = []
-  for name, (field, counts, _) in _PASS_COUNTS.items():
+  for name, (field, counts, _) in timed.items():
     keys = [f'{name}, {field}={count}' for count in counts]
     fixed, per_pass = pass_cost_fit.linear_fit(counts, [cpu[key] for key in keys])
     default = getattr(base, field)

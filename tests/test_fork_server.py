@@ -125,6 +125,7 @@ def _absl_messages(stderr: str) -> list[str]:
   return [line.split('] ', 1)[1] for line in stderr.splitlines() if re.match(r'[IWE]\d{4} ', line)]
 
 
+@pytest.mark.slow
 def test_a_forked_training_run_writes_and_prints_what_a_fresh_one_does(tmp_path):
   flags = ('--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=2', '--rounds_per_eval=1')
   forked = train_runs.train(tmp_path / 'forked', *flags)

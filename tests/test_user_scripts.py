@@ -88,6 +88,7 @@ def _run_script(tmp_path, code: str, timeout: int = 900, *,
   return status, (tmp_path / 'stdout').read_text(), (tmp_path / 'stderr').read_text(), left
 
 
+@pytest.mark.slow
 def test_an_api_script_prints_only_tensorflows_logs_leaves_no_worker_and_no_empty_metrics(tmp_path):
   status, stdout, stderr, left = _run_script(tmp_path, _API_SCRIPT)
   assert status == 0, stderr[-3000:]
@@ -101,6 +102,7 @@ def test_an_api_script_prints_only_tensorflows_logs_leaves_no_worker_and_no_empt
   assert len(errors) == 3 and all('Unable to register' in line for line in errors), errors  # TF 2.14's import
 
 
+@pytest.mark.slow
 def test_an_api_script_started_with_sigint_ignored_exits_and_stops_tffs_worker(tmp_path):
   """TFF's import-time context stops its worker with SIGINT and waits without limit; a worker that inherited an
   ignored SIGINT (a background job's) never ends, and the script hung at exit in that wait (found 2026-11-27: a

@@ -104,11 +104,14 @@ def _factory_results(factory, cohort, orders):
 
 
 def test_bulyan_gives_the_same_result_on_every_order_of_a_cohort_with_exact_krum_ties():
-  rule = tf.function(lambda points: robust_rules.bulyan(points, tf.ones([7]), 1))
-  for order in _ORDERS_7:
-    points = _ISSUE_34_COHORT[list(order)]
+  cohorts = np.stack([_ISSUE_34_COHORT[list(order)] for order in _ORDERS_7])
+  for order, points in zip(_ORDERS_7, cohorts):
     np.testing.assert_array_equal(robust_statistics.bulyan(points, np.ones(7), 1), [5.0], err_msg=str(order))
-    np.testing.assert_array_equal(rule(tf.constant(points)).numpy(), [5.0], err_msg=str(order))
+  # The rule on every order in one TensorFlow call (5040 calls took 5.6 s of the 9).
+  rule = tf.function(lambda cohorts: tf.map_fn(lambda points: robust_rules.bulyan(points, tf.ones([7]), 1), cohorts))
+  results = rule(tf.constant(cohorts)).numpy()
+  for order, result in zip(_ORDERS_7, results):
+    np.testing.assert_array_equal(result, [5.0], err_msg=str(order))
   sample = [_ORDERS_7[i] for i in np.random.default_rng(0).choice(len(_ORDERS_7), 40, replace=False)]
   assert _factory_results(baselines.bulyan_factory(1), _ISSUE_34_COHORT, sample) == {5.0}
 

@@ -52,6 +52,7 @@ def test_a_run_in_which_no_update_counts_stops_after_three_such_rounds_and_names
           '(stop_after_rounds_without_update=3); training stopped in round 3') in result.stderr
 
 
+@pytest.mark.slow
 def test_the_stop_can_be_turned_off_and_a_resumed_run_counts_its_earlier_rounds(tmp_path):
   first = train_runs.train(tmp_path, *_NO_UPDATE_COUNTS, '--total_rounds=2', '--rounds_per_checkpoint=1',
                            '--stop_after_rounds_without_update=0')

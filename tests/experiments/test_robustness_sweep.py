@@ -173,6 +173,9 @@ def test_a_bad_defence_is_a_usage_error(tmp_path, defences, message):
   result = _sweep(tmp_path, f'--defences={defences}')
   assert result.returncode != 0 and message in result.stderr
   assert not (tmp_path / 's').exists()  # refused before the sweep started
+
+
+@pytest.mark.slow
 def test_attack_specs_and_grids_key_the_runs_name_the_tables_and_resume(tmp_path):
   """ALIE's grid and a parametrised attack: each canonical spec is a run's corruption (results.csv key), a table,
   and a run directory; a grown list resumes, and a spec spelt differently is the same run."""

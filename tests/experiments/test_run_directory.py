@@ -12,7 +12,7 @@ _FLAGS = ('--task=digits', '--rounds_per_checkpoint=1', '--rounds_per_eval=2', '
 
 @pytest.mark.slow
 def test_a_run_resumes_only_under_the_settings_it_was_started_with(tmp_path):
-  first = train_runs.train(tmp_path, *_FLAGS, '--algorithm=rfa', '--total_rounds=2')
+  first = train_runs.train_here(tmp_path, *_FLAGS, '--algorithm=rfa', '--total_rounds=2')  # what it writes
   assert first.returncode == 0, first.stderr[-3000:]
   with open(tmp_path / 'run' / 'summary.json') as f:
     summary = f.read()
@@ -53,7 +53,7 @@ def test_a_run_resumes_only_under_the_settings_it_was_started_with(tmp_path):
 
 @pytest.mark.slow
 def test_a_damaged_metrics_file_is_repaired_after_the_checkpoint_and_refused_before_it(tmp_path):
-  first = train_runs.train(tmp_path, *_FLAGS, '--algorithm=fedavg', '--total_rounds=2')
+  first = train_runs.train_here(tmp_path, *_FLAGS, '--algorithm=fedavg', '--total_rounds=2')  # what it writes
   assert first.returncode == 0, first.stderr[-3000:]
   metrics = tmp_path / 'run' / 'metrics.csv'
   intact = metrics.read_text()

@@ -28,6 +28,7 @@ def test_rfa_on_digits_reaches_90_percent_with_default_settings(tmp_path):
   assert os.listdir(tmp_path / 'run' / 'tensorboard')
 
 
+@pytest.mark.slow
 def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
   result = train_runs.train_here(
       tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=6', '--rounds_per_eval=1'
@@ -42,6 +43,7 @@ def test_synthetic_regression_approaches_the_known_optimum(tmp_path):
   assert [r['counted_updates'] for r in rows] == ['10'] * 6
 
 
+@pytest.mark.slow
 def test_the_runner_says_once_that_clients_run_on_the_cpu_cores_of_a_worker_without_cuda(tmp_path):
   from tff_robust.runtime import worker_binaries  # pylint: disable=g-import-not-at-top
   result = train_runs.train(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=3',
@@ -61,6 +63,7 @@ def test_the_runner_says_once_that_clients_run_on_the_cpu_cores_of_a_worker_with
   assert 'CUDA' not in cpu_only.stderr and 'GPU' not in cpu_only.stderr
 
 
+@pytest.mark.slow
 def test_evaluating_every_round_retraces_nothing(tmp_path):
   # Each evaluation built a new model and traced its forward-pass loop again: from the 5th on TensorFlow warned
   # "... calls to <function _Scorer.__init__.<locals>.sums_per_device ...> triggered tf.function retracing".
@@ -75,7 +78,8 @@ def test_evaluating_every_round_retraces_nothing(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize('algorithm', ['coordinate_median', 'trimmed_mean', 'multi_krum', 'bulyan', 'norm_clipping'])
 def test_robust_baselines_train_on_digits(tmp_path, algorithm):
-  result = train_runs.train(tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=15', '--rounds_per_eval=15')
+  result = train_runs.train_here(tmp_path, '--task=digits', f'--algorithm={algorithm}', '--total_rounds=15',
+                                 '--rounds_per_eval=15')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
   assert summary['eval/accuracy'] > 0.3  # well above chance (0.1) after 15 rounds
@@ -86,6 +90,7 @@ def test_robust_baselines_train_on_digits(tmp_path, algorithm):
 _CENTERED_CLIPPING_FLAGS = ('--centered_clipping_radius=0.5', '--centered_clipping_iterations=2')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('algorithm, flags, calls', [
     ('bucketing_rfa', ('--bucket_size=3',), 2 * (1 + 3)),
     ('centered_clipping', _CENTERED_CLIPPING_FLAGS, 2 * 2),
@@ -105,6 +110,7 @@ def test_secure_defences_run_two_rounds_on_digits(tmp_path, algorithm, flags, ca
     assert all(0 <= int(r['aggregator/num_dropped_clients']) <= 5 for r in rows)
 
 
+@pytest.mark.slow
 def test_a_defence_chain_is_fedavgs_aggregator(tmp_path):
   result = train_runs.train_here(
       tmp_path, '--task=digits', '--algorithm=fedavg', '--defence=arc > bucketing(s=3) > gm(passes=2)',
@@ -119,6 +125,7 @@ def test_a_defence_chain_is_fedavgs_aggregator(tmp_path):
   assert all(r['aggregator/num_clipped_clients'] in ('3', '4') for r in rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('task', ['emnist_cnn', 'shakespeare_rnn'])
 def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
   result = train_runs.train_here(
@@ -132,6 +139,7 @@ def test_tff_baseline_tasks_run_offline_on_synthetic_data(tmp_path, task):
   assert 0.0 <= summary['train/error_p90'] <= 1.0  # per-device evaluation of the training devices
 
 
+@pytest.mark.slow
 def test_delta_fl_with_the_secure_quantile_reports_per_device_distributions(tmp_path):
   result = train_runs.train_here(
       tmp_path, '--task=digits', '--algorithm=delta_fl', '--conformity_level=0.5', '--quantile_method=secure',
@@ -461,6 +469,7 @@ def test_bad_flag_stops_the_binary_before_any_output(tmp_path):
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('algorithm', ['fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa',
                                        'local_only'])
 def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
@@ -475,6 +484,7 @@ def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
 
 
 
+@pytest.mark.slow
 def test_personal_learning_rate_sets_the_personal_step(tmp_path):
   """At --personal_learning_rate=0 the personal offsets u_i stay 0, while the default step moves them."""
   for name, extra in (('frozen', ('--personal_learning_rate=0',)), ('paper', ())):
@@ -541,6 +551,7 @@ def test_capped_clients_train_on_at_most_the_cap(tmp_path):
   assert float(rows[0]['train/num_examples']) == 2 * 3 * int(summary['clients_per_round'])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('algorithm, flags', [
     ('mtfeel', ('--channel=rayleigh', '--snr_db=0', '--dde_steps=1')),
     ('signsgd', ('--channel=bsc', '--flip_probability=0.1', '--server_learning_rate=0.01')),
@@ -569,6 +580,7 @@ def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_pat
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('attack, flags', [
     ('alie', ('--alie_z=1.5',)), ('ipm', ('--ipm_epsilon=0.5',)), ('sign_flipping', ()), ('label_flipping', ()),
     ('norm_aware(direction=ipm,c=1.40)', ()),
@@ -591,9 +603,9 @@ def test_the_attacks_of_issue_22_train_two_rounds_on_digits(tmp_path, attack, fl
 def test_the_edge_case_backdoor_in_a_window_of_rounds_reports_its_attack_success_rate(tmp_path):
   """A data poisoning (no update half), in rounds 1-2 of 3: every evaluation reports the ASR on the held-out
   tail beside the accuracy."""
-  result = train_runs.train(tmp_path, '--algorithm=fedavg', '--total_rounds=3', '--rounds_per_eval=1',
-                            '--clients_per_round=5', '--corruption=edge_case(target=1,tail=0.2)',
-                            '--corruption_fraction=0.3', '--corruption_end_round=2')
+  result = train_runs.train_here(tmp_path, '--algorithm=fedavg', '--total_rounds=3', '--rounds_per_eval=1',
+                                 '--clients_per_round=5', '--corruption=edge_case(target=1,tail=0.2)',
+                                 '--corruption_fraction=0.3', '--corruption_end_round=2')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
   assert summary['corruption'] == 'edge_case(target=1,tail=0.2)' and summary.get('attack') is None

@@ -25,6 +25,7 @@ def test_the_readme_examples_are_the_two_this_file_runs():
                                 ['--task=emnist_cnn', '--algorithm=rfa_one_step', '--use_synthetic_data']]
 
 
+@pytest.mark.slow
 def test_the_readme_emnist_example_runs_as_written_but_for_its_rounds(tmp_path):
   """The full 100 rounds take ~100 s here; `test_train.py` runs the digits example at its default 100 rounds."""
   result = train_runs.train(tmp_path, *_readme_examples()[1], '--total_rounds=2')

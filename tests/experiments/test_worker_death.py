@@ -7,6 +7,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from experiments import exit_statuses
 from tests.experiments import train_runs
 
@@ -15,6 +17,7 @@ _FLAGS = ('--task=digits', '--algorithm=fedavg', '--clients_per_round=5', '--tot
 _SECONDS_ALLOWED_TO_STOP = 60  # TFF alone retries the dead worker forever, backing off to 30 s between attempts
 
 
+@pytest.mark.slow
 def test_a_run_whose_worker_is_killed_stops_with_one_line_naming_the_signal_and_the_log(tmp_path):
   process = subprocess.Popen(
       [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', *_FLAGS],

@@ -297,6 +297,7 @@ def _gaussian_datasets():
 _MIDPOINT = (_MEANS[0] + _MEANS[2]) / 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('theta, expected, num_kept', [
     (0.4, _MIDPOINT, 2),
     (0.5, _MIDPOINT, 2),
@@ -314,6 +315,7 @@ def test_three_gaussians_converge_to_the_longest_side_midpoint_or_the_centroid(t
   assert output.metrics['client_work']['filter']['num_kept'] == num_kept
 
 
+@pytest.mark.slow
 def test_below_one_third_one_device_is_kept_and_decaying_steps_reach_the_midpoint():
   # theta < 1/3 keeps only the worst device: the w-step is a subgradient step on max_k F_k, whose minimiser
   # is still the midpoint. Constant steps cycle between the two far vertices; a step decay converges.

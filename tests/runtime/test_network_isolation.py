@@ -33,6 +33,7 @@ def _wait_for_worker_while_training(run, output_dir, timeout=300.0):
     time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_a_training_run_exposes_no_port_of_its_worker_to_other_hosts(tmp_path):
   stderr_path = tmp_path / 'stderr.txt'
   # The run is killed, so its worker's private directory (socket, log) stays: keep it out of the real /tmp.

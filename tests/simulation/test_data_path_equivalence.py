@@ -58,6 +58,7 @@ def _trained_weights(process, task, initial_weights, *, in_memory: bool) -> list
   return process.get_model_weights(state).trainable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('algorithm', ['fedavg', 'rfa'])
 def test_new_data_path_and_loop_give_the_old_rounds_model(task, algorithm):
   optimizer = lambda: tff.learning.optimizers.build_sgdm(learning_rate=0.5)

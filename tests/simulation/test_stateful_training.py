@@ -68,6 +68,7 @@ def _assert_same_run(reference_dir, resumed_dir, process, task):
     np.testing.assert_allclose(resumed_summary[key], reference_summary[key], rtol=1e-5, err_msg=key)
 
 
+@pytest.mark.slow
 def test_a_run_killed_after_a_checkpoint_resumes_to_the_same_personal_models(task_and_process, tmp_path):
   task, process = task_and_process
   _run(task, process, str(tmp_path / 'reference'), rounds_per_checkpoint=0)
@@ -83,6 +84,7 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_same_personal_models(tas
   assert rounds == list(range(1, _ROUNDS + 1))  # round 5 released once, after the resume
 
 
+@pytest.mark.slow
 def test_a_damaged_checkpoint_is_skipped_for_the_previous_one(task_and_process, tmp_path):
   task, process = task_and_process
   _run(task, process, str(tmp_path / 'reference'), rounds_per_checkpoint=0)

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Issue 43's runs at the budget the pilot chose on validation data (results/shakespeare_budget_pilot/README.md), in
+# the order that gives a first answer to each question soonest: the test-split check of the budget
+# (shakespeare_budget_test/run.sh), then seed 0 of RFA Fig. 2, the defence table (item 3), seed 0 of Delta-FL
+# Tables 2-3, RFA and FedAvg at rho = 0.1 omniscient, then seeds 1 and 2 of both grids.
+#   RFA's LSTM: 50 roles a round, at most 1,500 windows a role a round, 80 rounds, gamma_0 = 1.28, C = 1 (constant);
+#   Delta-FL's GRU: 100 roles a round, the same cap, 40 rounds, gamma_0 = 1.28, C = 1.
+# The flagfiles' model, batch and local epoch (1) are kept; the test split is evaluated every 10 rounds over every
+# test window (RFA) or every test device (Delta-FL). One run at a time, nice 19, a checkpoint every 5 rounds: the same
+# command skips finished runs (summary.json) and resumes an unfinished one from its newest checkpoint.
+# A run that two tables share is linked, not run twice: the clean FedAvg runs of seed 0 are the test-split check's
+# runs (same flags), RFA's clean seed-0 run is both RFA Fig. 2's and the defence table's.
+# Run from the repository root of a worktree:
+#   setsid nohup bash results/shakespeare_budget_queue.sh > /tmp/budget_queue.log 2>&1 < /dev/null &
+cd "$(dirname "$0")/.."  # the repository root
+bash results/shakespeare_budget_test/run.sh
+
+rfa_flags=(--flagfile=experiments/configs/rfa/fig2_shakespeare_lstm_data_corruption.cfg --clients_per_round=50
+  --total_rounds=80 --max_client_examples=1500 --client_learning_rate=1.28 --client_lr_decay=1)
+dfl_flags=(--flagfile=experiments/configs/superquantile_fl/table2_3_shakespeare_rnn.cfg --clients_per_round=100
+  --total_rounds=40 --client_lr_decay_rounds=10 --max_client_examples=1500 --client_learning_rate=1.28
+  --client_lr_decay=1)
+clean=(--corruption=none --corruption_fraction=0)
+
+run() {  # results directory, experiment name, flags...
+  local out=results/$1/runs exp=$2; shift 2
+  [ -f $out/$exp/summary.json ] && return
+  mkdir -p $out
+  echo "$(date -Is) start $exp" >> $out/../wall_times.log
+  nice -n 19 .venv/bin/python -m experiments.train "$@" --shakespeare_source=plays --rounds_per_eval=10 \
+    --rounds_per_checkpoint=5 --noprogress_bar --root_output_dir=$out --experiment_name=$exp >> $out/$exp.log 2>&1
+  local status=$?  # read before any other command
+  echo "$(date -Is) end $exp status $status" >> $out/../wall_times.log
+}
+link_run() {  # results directory, experiment name, the same run's directory relative to results/
+  mkdir -p results/$1/runs
+  [ -e results/$1/runs/$2 ] || ln -s ../../$3 results/$1/runs/$2
+}
+
+rfa_fig2() {  # seed
+  local seed=$1
+  for alg in fedavg rfa; do
+    if [ $alg$seed = fedavg0 ]; then
+      link_run shakespeare_budget_rfa_fig2 fedavg_clean_seed0 shakespeare_budget_test/runs/rfa_fedavg_cap1500_lr1.28_decay1
+    else
+      run shakespeare_budget_rfa_fig2 ${alg}_clean_seed$seed "${rfa_flags[@]}" "${clean[@]}" --algorithm=$alg --seed=$seed
+    fi
+    run shakespeare_budget_rfa_fig2 ${alg}_omniscient_rho0.25_seed$seed "${rfa_flags[@]}" --algorithm=$alg \
+      --corruption=omniscient --corruption_fraction=0.25 --seed=$seed
+    run shakespeare_budget_rfa_fig2 ${alg}_data_rho0.25_seed$seed "${rfa_flags[@]}" --algorithm=$alg \
+      --corruption=data --corruption_fraction=0.25 --seed=$seed
+  done
+}
+dfl_tables() {  # seed
+  local seed=$1
+  if [ $seed = 0 ]; then
+    link_run shakespeare_budget_dfl_tables fedavg_seed0 shakespeare_budget_test/runs/dfl_fedavg_cap1500_lr1.28_decay1
+  else
+    run shakespeare_budget_dfl_tables fedavg_seed$seed "${dfl_flags[@]}" --algorithm=fedavg --seed=$seed
+  fi
+  for theta in 0.8 0.5; do
+    run shakespeare_budget_dfl_tables delta_fl_theta${theta}_seed$seed "${dfl_flags[@]}" --algorithm=delta_fl \
+      --conformity_level=$theta --seed=$seed
+  done
+}
+defence_table() {  # issue 43 item 3: rho = 0.2, seed 0
+  local attack name
+  for attack in none 'norm_aware(c=1.4)' 'ipm(eps=2)' 'line_search(direction=ipm)'; do
+    name=$(echo "$attack" | tr -d '()=,' | sed s/^none$/clean/)
+    for defence in recommended_secure rfa; do
+      if [ $defence = rfa ] && [ "$attack" = none ]; then  # RFA clean, seed 0: RFA Fig. 2's run
+        link_run shakespeare_budget_defence rfa_clean shakespeare_budget_rfa_fig2/runs/rfa_clean_seed0
+        continue
+      fi
+      if [ $defence = rfa ]; then d=(--algorithm=rfa); else d=(--algorithm=fedavg --defence=recommended_secure); fi
+      if [ "$attack" = none ]; then a=("${clean[@]}"); else a=(--corruption="$attack" --corruption_fraction=0.2); fi
+      run shakespeare_budget_defence ${defence}_${name}$([ "$attack" = none ] || echo _rho0.2) "${rfa_flags[@]}" "${d[@]}" "${a[@]}" --seed=0
+    done
+  done
+  run shakespeare_budget_defence fedavg_norm_awarec1.4_rho0.2 "${rfa_flags[@]}" --algorithm=fedavg \
+    --corruption='norm_aware(c=1.4)' --corruption_fraction=0.2 --seed=0
+}
+
+rfa_fig2 0
+defence_table
+dfl_tables 0
+for alg in fedavg rfa; do
+  run shakespeare_budget_rfa_fig2 ${alg}_omniscient_rho0.1_seed0 "${rfa_flags[@]}" --algorithm=$alg \
+    --corruption=omniscient --corruption_fraction=0.1 --seed=0
+done
+for seed in 1 2; do rfa_fig2 $seed; done
+for seed in 1 2; do dfl_tables $seed; done

@@ -294,12 +294,13 @@ def _check_cell(name, value_key, weight_dtype):
     return
   process = factory.create(_wrapped(name, value_type), weight_type)
   assert _described(process.next.type_signature.result.result.member) == _described(value_type)
+  initial_state = process.initialize()  # every case starts from it
   for case in _SPECS[name].cases:
     points, weights, location = _case(case, value_type, weight_dtype)
     values = [_client_value(value_type, row) for row in points]
     if name.startswith('update_corruption'):
       values = [[value, False] for value in values]
-    output = process.next(process.initialize(), values, [np.dtype(weight_dtype).type(w) for w in weights])
+    output = process.next(initial_state, values, [np.dtype(weight_dtype).type(w) for w in weights])
     expected = _expected(name, case, points, weights, location)
     start, spread = 0, float(np.max(np.abs(points)))
     for leaf_type, leaf in zip(_leaf_types(value_type), _flat_result(output.result, value_type)):

@@ -55,6 +55,20 @@ def _final_model(tmp_path, name, *flags):
   return train_runs.model_weights(tmp_path, name), train_runs.outputs(tmp_path, name)[0]
 
 
+@pytest.fixture(scope='module')
+def local_run(tmp_path_factory):
+  """The final model and summary of `_FLAGS` with `--algorithm=algorithm` on the run's own local worker: one run
+  per algorithm for the module (three tests compare RFA's remote runs with the same local run)."""
+  runs = {}
+
+  def run(algorithm):
+    if algorithm not in runs:
+      runs[algorithm] = _final_model(tmp_path_factory.mktemp('local'), 'local', f'--algorithm={algorithm}')
+    return runs[algorithm]
+
+  return run
+
+
 def _assert_same_run(remote, local):
   remote_weights, remote_summary = remote
   local_weights, local_summary = local
@@ -66,20 +80,18 @@ def _assert_same_run(remote, local):
 
 
 @pytest.mark.slow
-def test_rfa_on_a_loopback_worker_trains_the_same_model_as_locally(tmp_path, loopback_workers):
+def test_rfa_on_a_loopback_worker_trains_the_same_model_as_locally(tmp_path, loopback_workers, local_run):
   address = loopback_workers(1)
   remote = _final_model(tmp_path, 'remote', '--algorithm=rfa', f'--tff_worker_address={address}')
-  local = _final_model(tmp_path, 'local', '--algorithm=rfa')
-  _assert_same_run(remote, local)
+  _assert_same_run(remote, local_run('rfa'))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize('algorithm', ['fedavg', 'rfa'])
-def test_a_run_over_two_workers_trains_the_same_model_as_locally(tmp_path, loopback_workers, algorithm):
+def test_a_run_over_two_workers_trains_the_same_model_as_locally(tmp_path, loopback_workers, local_run, algorithm):
   addresses = loopback_workers(2)
   sharded = _final_model(tmp_path, 'sharded', f'--algorithm={algorithm}', f'--tff_worker_address={addresses}')
-  local = _final_model(tmp_path, 'local', f'--algorithm={algorithm}')
-  _assert_same_run(sharded, local)
+  _assert_same_run(sharded, local_run(algorithm))
 
 
 @pytest.mark.slow
@@ -143,12 +155,12 @@ def test_worker_credentials_that_cannot_serve_are_refused_in_one_line_before_ten
 
 
 @pytest.mark.slow
-def test_rfa_over_two_tls_workers_trains_the_same_model_as_locally(tmp_path, loopback_workers, certificates):
+def test_rfa_over_two_tls_workers_trains_the_same_model_as_locally(tmp_path, loopback_workers, certificates,
+                                                                    local_run):
   addresses = loopback_workers(2, *worker_services.tls_flags(certificates['ours']))
   remote = _final_model(tmp_path, 'tls', '--algorithm=rfa', f'--tff_worker_address={addresses}',
                         f'--tff_worker_credentials={certificates["ours"]}/driver')
-  local = _final_model(tmp_path, 'local', '--algorithm=rfa')
-  _assert_same_run(remote, local)
+  _assert_same_run(remote, local_run('rfa'))
   for service in loopback_workers.started:
     assert service.lines('accepted a connection') and not service.lines('refused a connection')
 

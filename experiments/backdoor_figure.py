@@ -2,8 +2,8 @@
 attacks, one panel per corruption level.
 
 A bar per defence is its worst mean ASR over seeds (`backdoor_tables.worst_asr`), its whisker the min-max over
-seeds; a circle marks the mean accuracy under that attack and a cross its ASR N rounds after the attackers stopped
-(a sweep's --rounds_after_attack), when measured. A defence missing a targeted attack has no bar. Imports no
+seeds, its label the defence and that attack; a circle marks the mean accuracy under that attack and a cross its
+ASR N rounds after the attackers stopped (a sweep's --rounds_after_attack), when measured. A defence missing a targeted attack has no bar. Imports no
 TensorFlow and defines no flags.
 """
 
@@ -30,7 +30,7 @@ def plot(rows: Sequence[dict], path: str) -> None:
     raise ValueError('rows hold no targeted attack: no backdoor figure')
   defences = list(dict.fromkeys(row['algorithm'] for row in rows))
   after = backdoor_tables.rounds_after_attack(rows)
-  figure, axes = plt.subplots(1, len(fractions), figsize=(max(6.0, 0.9 * len(defences)) * len(fractions), 5.0),
+  figure, axes = plt.subplots(1, len(fractions), figsize=(max(6.0, 1.3 * len(defences)) * len(fractions), 5.5),
                               squeeze=False)
   positions = np.arange(len(defences))
   for axis, fraction in zip(axes[0], fractions):
@@ -48,12 +48,9 @@ def plot(rows: Sequence[dict], path: str) -> None:
     if after is not None:
       axis.plot(positions, means(backdoor_tables.ASR_AFTER), 'x', color='tab:blue', markersize=9,
                 label=f'its ASR {after} round{"" if after == 1 else "s"} after the attackers stop')
-    for position, defence in zip(positions, defences):
-      if defence in worst:  # the attack's name above the bar's whisker
-        axis.annotate(worst[defence][0], (position, worst[defence][1][backdoor_tables.ASR].high + 0.02), rotation=90,
-                      fontsize=6, ha='center', va='bottom')
-    axis.set_xticks(positions)
-    axis.set_xticklabels(defences, rotation=30, ha='right', fontsize=7)
+    axis.set_xticks(positions)  # each defence over the attack that gave its worst ASR at this rho
+    axis.set_xticklabels([f'{d}\nworst: {worst[d][0]}' if d in worst else d for d in defences], rotation=30,
+                         ha='right', fontsize=7)
     axis.set(ylim=(0, 1.3), ylabel='mean over seeds (whisker: min-max)',
              title=f'Worst ASR over the targeted attacks, rho = {fraction:g}')
     axis.grid(axis='y', alpha=0.3)

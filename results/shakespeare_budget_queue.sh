@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 43's runs at the budget the pilot chose on validation data (results/shakespeare_budget_pilot/README.md), in
 # the order that gives a first answer to each question soonest: the test-split check of the budget
-# (shakespeare_budget_test/run.sh), then seed 0 of RFA Fig. 2, the defence table (item 3), seed 0 of Delta-FL
-# Tables 2-3, RFA and FedAvg at rho = 0.1 omniscient, then seeds 1 and 2 of both grids.
+# (shakespeare_budget_test/run.sh), then seed 0 of RFA Fig. 2, the defence table (item 3), the Delta-FL pilot's
+# choice continued to 80 rounds on validation data, seed 0 of Delta-FL Tables 2-3, RFA and FedAvg at rho = 0.1
+# omniscient, then seeds 1 and 2 of both grids.
 #   RFA's LSTM: 50 roles a round, at most 1,500 windows a role a round, 80 rounds, gamma_0 = 1.28, C = 1 (constant);
 #   Delta-FL's GRU: 100 roles a round, the same cap, 40 rounds, gamma_0 = 1.28, C = 1.
 # The flagfiles' model, batch and local epoch (1) are kept; the test split is evaluated every 10 rounds over every
@@ -81,8 +82,27 @@ defence_table() {  # issue 43 item 3: rho = 0.2, seed 0
     --corruption='norm_aware(c=1.4)' --corruption_fraction=0.2 --seed=0
 }
 
+extend_dfl_pilot() {
+  # Delta-FL's horizon, chosen on validation data: the pilot's chosen run (results/shakespeare_budget_pilot/)
+  # continued from its round-40 checkpoint to 80 rounds, its learning rate constant. Its test-split check missed the
+  # issue's target by half a point at round 40 (shakespeare_budget_test/README.md); a finished 40-round grid run
+  # continues the same way (a larger --total_rounds) if this says a longer horizon is worth its time.
+  local out=results/shakespeare_budget_pilot/runs exp=dfl_cap1500_lr1.28_decay1
+  .venv/bin/python -c "import json, sys; sys.exit(json.load(open(sys.argv[1]))['rounds'] < 80)" \
+    $out/$exp/summary.json && return
+  echo "$(date -Is) start $exp (to 80 rounds)" >> $out/../wall_times.log
+  nice -n 19 .venv/bin/python -m experiments.train --flagfile=experiments/configs/superquantile_fl/table2_3_shakespeare_rnn.cfg \
+    --algorithm=fedavg --clients_per_round=100 --total_rounds=80 --client_lr_decay_rounds=10 \
+    --max_client_examples=1500 --client_learning_rate=1.28 --client_lr_decay=1 --shakespeare_source=plays \
+    --validation_fraction=0.2 --max_evaluated_devices=100 --rounds_per_eval=5 --rounds_per_checkpoint=5 --seed=0 \
+    --noprogress_bar --root_output_dir=$out --experiment_name=$exp >> $out/$exp.log 2>&1
+  local status=$?
+  echo "$(date -Is) end $exp status $status" >> $out/../wall_times.log
+}
+
 rfa_fig2 0
 defence_table
+extend_dfl_pilot
 dfl_tables 0
 for alg in fedavg rfa; do
   run shakespeare_budget_rfa_fig2 ${alg}_omniscient_rho0.1_seed0 "${rfa_flags[@]}" --algorithm=$alg \

@@ -3,8 +3,8 @@ attacks, one panel per corruption level.
 
 A bar per defence is its worst mean ASR over seeds (`backdoor_tables.worst_asr`), its whisker the min-max over
 seeds, its label the defence and that attack; a circle marks the mean accuracy under that attack and a cross its
-ASR N rounds after the attackers stopped (a sweep's --rounds_after_attack), when measured. A defence missing a targeted attack has no bar. Imports no
-TensorFlow and defines no flags.
+ASR N rounds after the attackers stopped (a sweep's --rounds_after_attack), when measured. A defence missing a
+targeted attack has no bar. Imports no TensorFlow and defines no flags.
 """
 
 from typing import Sequence

@@ -466,14 +466,12 @@ def test_bad_flag_stops_the_binary_before_any_output(tmp_path):
   assert not (tmp_path / 'run').exists()
 
 
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize('algorithm', ['fedplus_avg', 'fedplus_geomed', 'fedplus_comed', 'personalized_rfa',
                                        'local_only'])
 def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
   result = train_runs.train_here(tmp_path, '--task=digits_personal', f'--algorithm={algorithm}', '--total_rounds=3',
-                  '--rounds_per_eval=3', '--clients_per_round=5', '--client_learning_rate=0.05')
+                                 '--rounds_per_eval=3', '--clients_per_round=5', '--client_learning_rate=0.05')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, _ = train_runs.outputs(tmp_path)
   assert 0.0 <= summary['personal/error_mean'] < 0.9  # below chance (0.9) after 3 rounds
@@ -482,13 +480,13 @@ def test_personalization_algorithms_report_personal_models(tmp_path, algorithm):
   assert 5 <= len(states) <= 10  # the clients sampled in 3 rounds of 5 out of 10, each stored once
 
 
-
 @pytest.mark.slow
 def test_personal_learning_rate_sets_the_personal_step(tmp_path):
   """At --personal_learning_rate=0 the personal offsets u_i stay 0, while the default step moves them."""
   for name, extra in (('frozen', ('--personal_learning_rate=0',)), ('paper', ())):
     result = train_runs.train_here(tmp_path, '--task=digits_personal', '--algorithm=personalized_rfa',
-                                   '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=5', *extra, name=name)
+                                   '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=5', *extra,
+                                   name=name)
     assert result.returncode == 0, result.stderr[-3000:]
   norms = {}
   for name in ('frozen', 'paper'):
@@ -503,7 +501,7 @@ def test_personal_learning_rate_sets_the_personal_step(tmp_path):
 def test_corrupted_runs_report_honest_and_corrupted_clients_apart(tmp_path):
   """personal_honest/* and personal_corrupted/* are the personal distribution over each part of the clients."""
   result = train_runs.train_here(tmp_path, '--task=digits_personal', '--algorithm=personalized_rfa', '--total_rounds=1',
-                            '--clients_per_round=5', '--corruption=data', '--corruption_fraction=0.25', '--seed=3')
+                                 '--clients_per_round=5', '--corruption=data', '--corruption_fraction=0.25', '--seed=3')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, _ = train_runs.outputs(tmp_path)
   task = tasks.create_task('digits_personal', client_epochs=1, client_batch_size=16, seed=3)
@@ -519,8 +517,8 @@ def test_corrupted_runs_report_honest_and_corrupted_clients_apart(tmp_path):
 
 def test_fedprox_trains_two_rounds_with_its_proximal_strength(tmp_path):
   result = train_runs.train_here(tmp_path, '--task=fedprox_synthetic', '--algorithm=fedprox', '--fedprox_mu=0.5',
-                            '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=5',
-                            '--client_batch_size=10', '--client_learning_rate=0.01')
+                                 '--total_rounds=2', '--rounds_per_eval=2', '--clients_per_round=5',
+                                 '--client_batch_size=10', '--client_learning_rate=0.01')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
   assert summary['algorithm'] == 'fedprox' and summary['fedprox_mu'] == 0.5 and len(rows) == 2
@@ -540,7 +538,7 @@ def test_stragglers_train_fewer_epochs(tmp_path):
 
 def test_capped_clients_train_on_at_most_the_cap(tmp_path):
   result = train_runs.train_here(tmp_path, '--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=1',
-                            '--client_epochs_per_round=2', '--max_client_examples=3')
+                                 '--client_epochs_per_round=2', '--max_client_examples=3')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
   assert summary['max_client_examples'] == 3
@@ -578,7 +576,6 @@ def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_pat
     assert 'server/objective' in rows[-1]
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize('attack, flags', [
     ('alie', ('--alie_z=1.5',)), ('ipm', ('--ipm_epsilon=0.5',)), ('sign_flipping', ()), ('label_flipping', ()),
@@ -586,7 +583,7 @@ def test_sign_algorithms_and_fedsgd_train_every_device_of_digits_cohorts(tmp_pat
 ])
 def test_the_attacks_of_issue_22_train_two_rounds_on_digits(tmp_path, attack, flags):
   result = train_runs.train_here(tmp_path, '--algorithm=fedavg', '--total_rounds=2', '--rounds_per_eval=2',
-                            f'--corruption={attack}', '--corruption_fraction=0.3', *flags)
+                                 f'--corruption={attack}', '--corruption_fraction=0.3', *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
   assert summary['corruption'] == attack and summary['corruption_weight_share'] >= 0.3 and len(rows) == 2

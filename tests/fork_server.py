@@ -15,7 +15,9 @@ that `subprocess.run(..., capture_output=True, text=True)` would give, or `subpr
 What a child does not get afresh is what happens at import: modules count as imported (`'tensorflow' in
 sys.modules`), TensorFlow's start-up messages went to the server's log and not to the run's stderr, string hashes
 share the server's seed, and TFF's default context (installed at import) is already discarded
-(`execution_context.discard_tff_default_context`; every binary installs its own). Environment variables read at
+(`execution_context.discard_tff_default_context`; every binary installs its own), and AutoGraph's conversions of
+the functions that earlier runs traced are cached already (`tests/autograph_warmup.py`: each run reports them at
+exit and the server converts them too, ~1-2 s of every later runner run). Environment variables read at
 import (TF_CPP_MIN_LOG_LEVEL, CUDA_VISIBLE_DEVICES, TFDS_DATA_DIR, ...) are honoured all the same: a request whose
 environment differs from the server's (other than pytest's per-test PYTEST_CURRENT_TEST) restarts the server with
 it. Tests about a fresh interpreter itself (import timing, signals sent to a terminal's process group) start one
@@ -245,6 +247,8 @@ def _become_run(request: dict, output_fds: list[int], connection: socket.socket,
 
 
 def _serve(connection: socket.socket) -> None:
+  from tests import autograph_warmup  # pylint: disable=g-import-not-at-top  (imports TensorFlow: the server's alone)
+  converted = set()  # what the runs so far reported converting
   while True:
     message, output_fds, _, _ = socket.recv_fds(connection, _MAX_MESSAGE_BYTES, 2)
     if not message:
@@ -254,10 +258,12 @@ def _serve(connection: socket.socket) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     server_pid = os.getpid()
+    conversions = tempfile.TemporaryFile()  # what the run converts with AutoGraph, reported at its exit
     pid = os.fork()
     if pid == 0:  # the run: leaves through the interpreter's exit, never back into this loop
       os.close(started_read)
       _become_run(request, output_fds, connection, server_pid, started_write)
+      atexit.register(autograph_warmup.report, conversions)  # registered first, so run after the run's own handlers
       runpy.run_module(request['module'], run_name='__main__', alter_sys=True)
       sys.exit(0)
     os.close(started_write)
@@ -268,6 +274,8 @@ def _serve(connection: socket.socket) -> None:
     _send(connection, {'pid': pid})
     _, status = os.waitpid(pid, 0)
     _send(connection, {'returncode': os.waitstatus_to_exitcode(status), 'leftovers': _kill_leftovers(pid)})
+    with conversions:
+      autograph_warmup.convert_reported(conversions, converted)  # for the runs forked from now on
 
 
 def _kill_leftovers(session: int) -> list[str]:

@@ -3,6 +3,7 @@
 The reference is always the same command run by `subprocess.run` in a fresh interpreter.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -127,17 +128,43 @@ def _absl_messages(stderr: str) -> list[str]:
 
 @pytest.mark.slow
 def test_a_forked_training_run_writes_and_prints_what_a_fresh_one_does(tmp_path):
+  # The second forked run starts with the first's AutoGraph conversions made by the server (autograph_warmup).
   flags = ('--task=synthetic_regression', '--algorithm=fedavg', '--total_rounds=2', '--rounds_per_eval=1')
-  forked = train_runs.train(tmp_path / 'forked', *flags)
   fresh = train_runs.train(tmp_path / 'fresh', *flags, fresh_interpreter=True)
-  assert forked.returncode == fresh.returncode == 0, (forked.stderr[-3000:], fresh.stderr[-3000:])
-  assert forked.stdout.replace(str(tmp_path / 'forked'), str(tmp_path / 'fresh')) == fresh.stdout
-  assert _absl_messages(forked.stderr) == _absl_messages(fresh.stderr)
-  for forked_array, fresh_array in zip(train_runs.model_weights(tmp_path / 'forked'),
-                                       train_runs.model_weights(tmp_path / 'fresh'), strict=True):
-    assert (forked_array == fresh_array).all()
-  (forked_summary, forked_rows), (fresh_summary, fresh_rows) = (train_runs.outputs(tmp_path / 'forked'),
-                                                                 train_runs.outputs(tmp_path / 'fresh'))
-  assert forked_rows == fresh_rows
-  del forked_summary['seconds_per_round'], fresh_summary['seconds_per_round']
-  assert forked_summary == fresh_summary
+  assert fresh.returncode == 0, fresh.stderr[-3000:]
+  fresh_summary, fresh_rows = train_runs.outputs(tmp_path / 'fresh')
+  del fresh_summary['seconds_per_round']
+  for name in ('forked', 'forked_again'):
+    forked = train_runs.train(tmp_path / name, *flags)
+    assert forked.returncode == 0, forked.stderr[-3000:]
+    assert forked.stdout.replace(str(tmp_path / name), str(tmp_path / 'fresh')) == fresh.stdout
+    assert _absl_messages(forked.stderr) == _absl_messages(fresh.stderr)
+    for forked_array, fresh_array in zip(train_runs.model_weights(tmp_path / name),
+                                         train_runs.model_weights(tmp_path / 'fresh'), strict=True):
+      assert (forked_array == fresh_array).all()
+    forked_summary, forked_rows = train_runs.outputs(tmp_path / name)
+    assert forked_rows == fresh_rows
+    del forked_summary['seconds_per_round']
+    assert forked_summary == fresh_summary
+
+
+_CONVERTS = textwrap.dedent('''\
+    import json
+    import tensorflow as tf
+    from tests import autograph_warmup
+    from tff_robust.aggregators import structure_math
+    cached = [code.co_qualname for code, _ in autograph_warmup.conversions()]
+    tf.function(lambda x: structure_math.global_l2_norm([x]))(tf.constant([3.0, 4.0]))
+    print(json.dumps(cached))
+    ''')
+
+
+def test_a_run_starts_with_the_autograph_conversions_of_the_runs_before_it_and_the_server_stays_single_threaded(
+    server, tmp_path):
+  (tmp_path / 'converts.py').write_text(_CONVERTS)
+  threads = lambda: len(os.listdir(f'/proc/{server._process.pid}/task'))  # pylint: disable=protected-access
+  before = threads()
+  first, second = (server.run('converts', [], cwd=tmp_path, env=os.environ, timeout=120) for _ in range(2))
+  assert first.returncode == second.returncode == 0, (first.stderr[-3000:], second.stderr[-3000:])
+  assert 'global_l2_norm' not in json.loads(first.stdout) and 'global_l2_norm' in json.loads(second.stdout)
+  assert threads() == before  # converting ran no TensorFlow runtime: forking stays as safe as before

@@ -58,10 +58,16 @@ def test_fedplus_global_and_personal_models_on_two_workers_equal_the_local_ones(
   algorithm_rounds.assert_close(actual_clients, expected_clients)
 
 
+def _compile_without_grappler(computation):
+  return execution_context.compile_for_simulation(computation, optimize_graphs=False)
+
+
 @pytest.mark.slow
 def test_every_algorithm_of_the_runner_runs_on_the_composing_context(task_and_cohort):
   task, _, _ = task_and_cohort
   for name in algorithms.ALGORITHM_NAMES:
     process = algorithms.build_learning_process(name, task.model_fn, algorithms.AlgorithmConfig(), clients_per_round=8)
     next_computation = tff.templates.IterativeProcess.next.fget(process)  # the computation under a Python `next`
-    composing_context.check_supported(next_computation, execution_context.compile_for_simulation)
+    # Without Grappler, as the session compiles: it rewrites the TensorFlow graphs inside, not which intrinsics call
+    # them (29 -> 17 s for the 21 algorithms).
+    composing_context.check_supported(next_computation, _compile_without_grappler)

@@ -2,21 +2,31 @@
 
 import csv
 import json
+import shutil
 
 import pytest
 
 from tests import fork_server
 
 
-@pytest.mark.slow
-def test_tiny_sweep_writes_csv_table_and_figure(tmp_path):
+@pytest.fixture(scope='module')
+def tiny_sweep(tmp_path_factory):
+  """(the finished process, its root directory) of a sweep of FedAvg and RFA, clean and under 25% data and
+  omniscient corruption, seeds 0 and 1, 2 rounds: twelve runs in one process."""
+  root = tmp_path_factory.mktemp('tiny_sweep')
   result = fork_server.python_m(
       'experiments.robustness_sweep',
       ['--algorithms=fedavg,rfa',
        '--corruptions=data,omniscient', '--data_fractions=0,0.25', '--update_fractions=0,0.25', '--seeds=0,1',
-       '--total_rounds=2', '--client_epochs_per_round=1', f'--root_output_dir={tmp_path}', '--experiment_name=s'],
+       '--total_rounds=2', '--client_epochs_per_round=1', f'--root_output_dir={root}', '--experiment_name=s'],
       timeout=900,
   )
+  return result, root
+
+
+@pytest.mark.slow
+def test_tiny_sweep_writes_csv_table_and_figure(tiny_sweep):
+  result, tmp_path = tiny_sweep
   assert result.returncode == 0, result.stderr[-3000:]
   rows = _results(tmp_path)
   # per algorithm and seed: rho = 0 once, data 0.25, omniscient 0.25
@@ -66,10 +76,18 @@ def _sweep(tmp_path, *flags):
   )
 
 
-@pytest.mark.slow
-def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(tmp_path):
-  first = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
+@pytest.fixture(scope='module')
+def one_run_sweep(tmp_path_factory):
+  """The root directory of a finished sweep of one run (FedAvg, clean, seed 0, 1 round); tests copy it."""
+  root = tmp_path_factory.mktemp('one_run_sweep')
+  first = _sweep(root, '--seeds=0', '--total_rounds=1')
   assert first.returncode == 0, first.stderr[-3000:]
+  return root
+
+
+@pytest.mark.slow
+def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(one_run_sweep, tmp_path):
+  shutil.copytree(one_run_sweep, tmp_path, dirs_exist_ok=True)
   seed0 = _results(tmp_path)
   grown = _sweep(tmp_path, '--seeds=0,1', '--total_rounds=1')
   assert grown.returncode == 0, grown.stderr[-3000:]
@@ -82,14 +100,16 @@ def test_a_grown_sweep_runs_only_its_new_runs_and_other_settings_are_refused(tmp
 
 
 @pytest.mark.slow
-def test_a_runs_result_does_not_depend_on_the_runs_before_it(tmp_path):
-  after_fedavg = _sweep(tmp_path, '--algorithms=fedavg,rfa', '--seeds=0', '--total_rounds=2')
-  assert after_fedavg.returncode == 0, after_fedavg.stderr[-3000:]
+def test_a_runs_result_does_not_depend_on_the_runs_before_it(tiny_sweep, tmp_path):
+  # In the tiny sweep, RFA's clean run of seed 0 comes after FedAvg's six runs, clean and corrupted.
+  swept, sweep_root = tiny_sweep
+  assert swept.returncode == 0, swept.stderr[-3000:]
   alone = _sweep(tmp_path, '--algorithms=rfa', '--seeds=0', '--total_rounds=2', '--experiment_name=alone')
   assert alone.returncode == 0, alone.stderr[-3000:]
-  [rfa_after_fedavg] = [r for r in _results(tmp_path) if r['algorithm'] == 'rfa']
+  [rfa_after_others] = [r for r in _results(sweep_root)
+                        if (r['algorithm'], r['corruption'], r['seed']) == ('rfa', 'none', '0')]
   [rfa_alone] = _results(tmp_path, 'alone')
-  assert (rfa_alone['accuracy'], rfa_alone['loss']) == (rfa_after_fedavg['accuracy'], rfa_after_fedavg['loss'])
+  assert (rfa_alone['accuracy'], rfa_alone['loss']) == (rfa_after_others['accuracy'], rfa_after_others['loss'])
 
 
 @pytest.mark.slow
@@ -104,9 +124,8 @@ def test_label_flipping_runs_at_the_update_fractions(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_sweep_recorded_before_the_server_and_validation_flags_resumes_at_their_defaults(tmp_path):
-  first = _sweep(tmp_path, '--seeds=0', '--total_rounds=1')
-  assert first.returncode == 0, first.stderr[-3000:]
+def test_a_sweep_recorded_before_the_server_and_validation_flags_resumes_at_their_defaults(one_run_sweep, tmp_path):
+  shutil.copytree(one_run_sweep, tmp_path, dirs_exist_ok=True)
   path = tmp_path / 's' / 'run_settings.json'
   recorded = json.loads(path.read_text())
   added = ('server_learning_rate', 'centered_clipping_radius', 'centered_clipping_iterations',

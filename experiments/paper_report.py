@@ -19,7 +19,9 @@ Writes to --output_dir:
   dfl_metrics_vs_rounds.png   Delta-FL runs' test accuracy and test-device error p90 and mean against rounds,
       one line per method (from the metrics.csv of run directories; experiments/convergence_curves.py);
   asr_vs_rounds.png   runs of a targeted attack (a backdoor): test accuracy and the attack success rate
-      (eval/attack_success_rate) against rounds, one panel per task x attack x rho, one line per method.
+      (eval/attack_success_rate) against rounds, one panel per task x attack x rho, one line per method;
+  claims.md   whether RFA Fig. 2's claims (clean, omniscient, data corruption: FedAvg against RFA) and Delta-FL's
+      (theta = 0.5 against FedAvg) hold in the runs: criterion, our numbers, verdict (experiments/paper_claims.py).
 A file is written only when some input has runs of its kind. The table logic is experiments/paper_tables.py.
 Runs are averaged over seeds only where they differ in nothing else: runs that differ in a recorded setting
 (run_settings.json, summary.json) are reported apart, titled with what differs (experiments/setting_groups.py);
@@ -33,6 +35,7 @@ from absl import flags
 
 from experiments import convergence_curves
 from experiments import device_histograms
+from experiments import paper_claims
 from experiments import paper_plots
 from experiments import paper_tables
 from tff_robust.command_line import finite_flags
@@ -54,6 +57,7 @@ def main(argv):
     kinds = {r.kind for r in records}
     rfa_text = paper_tables.rfa_tables(records, published) if 'rfa' in kinds else None
     dfl_text = paper_tables.dfl_tables(records, published) if 'dfl' in kinds else None
+    verdicts = paper_claims.rfa_verdicts(records) + paper_claims.dfl_verdicts(records)
     curves = convergence_curves.load_curves(_INPUTS.value)
     convergence_curves.convergence_panels(curves)
     dfl_curves = {metric: convergence_curves.load_curves(_INPUTS.value, kind='dfl', metric=metric)
@@ -95,6 +99,10 @@ def main(argv):
     convergence_curves.plot_against_rounds(backdoor_curves, convergence_curves.ASR_METRICS,
                                            os.path.join(_OUTPUT_DIR.value, 'asr_vs_rounds.png'))
     written.append('asr_vs_rounds.png')
+  if verdicts:
+    with open(os.path.join(_OUTPUT_DIR.value, 'claims.md'), 'w') as f:
+      f.write(paper_claims.claims_markdown(verdicts))
+    written.append('claims.md')
   if labels:
     device_histograms.plot_histograms(device_values, labels,
                                       os.path.join(_OUTPUT_DIR.value, 'dfl_device_histograms.png'))

@@ -183,26 +183,36 @@ def records_from_csv(path: str, task: str) -> list[Record]:
 
 def run_directories(inputs: Iterable[str], required: Iterable[str]) -> list[str]:
   """Every directory below the directories among `inputs` ('TASK=' prefixes ignored) that holds all files named in
-  `required`, in walk order; inputs that are files (a summary.json, a sweep's results.csv) are skipped."""
+  `required`, sorted per input; inputs that are files (a summary.json, a sweep's results.csv) are skipped. Links are
+  followed (a run that two results directories share is linked from one into the other), and a directory reached
+  twice, through a link or another input, is read once."""
   required = set(required)
-  found = []
+  found, seen = [], set()
   for spec in inputs:
     path = spec.rpartition('=')[2]
-    if os.path.isdir(path):
-      found += [root for root, _, files in sorted(os.walk(path)) if required <= set(files)]
+    if not os.path.isdir(path):
+      continue
+    below = []
+    for root, directories, files in os.walk(path, followlinks=True):
+      if os.path.realpath(root) in seen:
+        directories[:] = []  # read already (and a link cycle ends here)
+        continue
+      seen.add(os.path.realpath(root))
+      if required <= set(files):
+        below.append(root)
+    found += sorted(below)
   return found
 
 
 def load_records(inputs: Iterable[str], default_task: str = 'digits') -> list[Record]:
   """Records of `inputs`: directories (every summary.json below), summary.json or results.csv files, each
   optionally 'TASK=PATH' to name the task of a results.csv (default `default_task`)."""
-  records = []
+  records = [summary_record(os.path.join(root, 'summary.json')) for root in run_directories(inputs, ('summary.json',))]
   for spec in inputs:
     task, _, path = spec.rpartition('=') if '=' in spec else (default_task, '', spec)
     task = task or default_task
     if os.path.isdir(path):
-      records += [summary_record(os.path.join(root, 'summary.json'))
-                  for root in run_directories([path], ('summary.json',))]
+      continue  # read above, each run once
     elif path.endswith('.json'):
       records.append(summary_record(path))
     elif path.endswith('.csv'):

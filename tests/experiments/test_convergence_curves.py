@@ -64,6 +64,8 @@ def test_paper_report_draws_accuracy_against_calls_for_run_directories(tmp_path)
   assert result.returncode == 0, result.stderr[-2000:]
   assert 'rfa_accuracy_vs_calls.png' in result.stdout
   assert (tmp_path / 'out' / 'rfa_accuracy_vs_calls.png').stat().st_size > 10_000
+  # and whether RFA's clean claim holds (experiments/paper_claims.py): 1 point below FedAvg, outside its 0.4
+  assert 'RFA 79.50, FedAvg 80.50 (2 / 2 seeds): -1.00 | **does not hold**' in (tmp_path / 'out' / 'claims.md').read_text()
 
 
 def test_the_seed_band_refuses_no_curves_and_an_unknown_axis(tmp_path):

@@ -226,3 +226,17 @@ def test_dfl_rows_split_by_common_settings_and_a_cell_of_differing_runs_is_refus
              **{'eval/error_p90': 0.3, 'eval/error_mean': 0.1})
   with pytest.raises(ValueError, match='delta_fl θ=0.5: runs differ in quantile_method=exact; quantile_method=secure'):
     paper_tables.dfl_tables(paper_tables.load_records([str(tmp_path)]), paper_tables.load_published())
+
+
+def test_a_linked_run_is_read_once_through_its_link_and_a_link_cycle_ends(tmp_path):
+  # The Shakespeare grids link a run that two results directories share (results/shakespeare_budget_queue.sh).
+  common = dict(task='shakespeare_lstm_rfa', seed=0, corruption='none', corruption_fraction=0.0, rounds=80,
+                **{'eval/accuracy': 0.5})
+  _write_summary(tmp_path / 'check' / 'runs' / 'fedavg', algorithm='fedavg', **common)
+  _write_summary(tmp_path / 'grid' / 'runs' / 'rfa_clean', algorithm='rfa', **common)
+  (tmp_path / 'grid' / 'runs' / 'fedavg_clean').symlink_to(tmp_path / 'check' / 'runs' / 'fedavg')
+  (tmp_path / 'grid' / 'runs' / 'loop').symlink_to(tmp_path / 'grid')
+  grid = [r.algorithm for r in paper_tables.load_records([str(tmp_path / 'grid')])]
+  assert sorted(grid) == ['fedavg', 'rfa']
+  both = paper_tables.load_records([str(tmp_path / 'grid'), str(tmp_path / 'check')])
+  assert sorted(r.algorithm for r in both) == ['fedavg', 'rfa']

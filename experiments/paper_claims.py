@@ -21,8 +21,6 @@ import dataclasses
 import math
 from typing import Optional, Sequence
 
-import numpy as np
-
 from experiments import paper_tables
 
 CLEAN_TOLERANCE_POINTS = 0.4
@@ -44,8 +42,7 @@ class Verdict:
 
 def _points(values: Sequence[float]) -> tuple[float, float, int]:
   """(mean, population std, count) of fractions `values`, in points."""
-  array = 100.0 * np.asarray(values, dtype=float)
-  return float(array.mean()), float(array.std()), len(array)
+  return (*paper_tables.mean_std([100.0 * v for v in values]), len(values))
 
 
 def _holds(condition: bool) -> str:

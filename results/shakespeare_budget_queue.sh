@@ -23,10 +23,10 @@ bash results/shakespeare_budget_test/run.sh
 rfa_flags=(--flagfile=experiments/configs/rfa/fig2_shakespeare_lstm_data_corruption.cfg --clients_per_round=50
   --total_rounds=80 --max_client_examples=1500 --client_learning_rate=1.28 --client_lr_decay=1)
 dfl_rounds=40  # until dfl_horizon says otherwise
-dfl_flags() {  # the Delta-FL grid's flags at dfl_rounds
+dfl_flags() {  # the Delta-FL grid's flags at $1 rounds (default dfl_rounds), into dfl
   dfl=(--flagfile=experiments/configs/superquantile_fl/table2_3_shakespeare_rnn.cfg --clients_per_round=100
-    --total_rounds=$dfl_rounds --client_lr_decay_rounds=10 --max_client_examples=1500 --client_learning_rate=1.28
-    --client_lr_decay=1)
+    --total_rounds=${1:-$dfl_rounds} --client_lr_decay_rounds=10 --max_client_examples=1500
+    --client_learning_rate=1.28 --client_lr_decay=1)
 }
 clean=(--corruption=none --corruption_fraction=0)
 
@@ -36,13 +36,13 @@ finished() {  # run directory, flags...: whether its summary.json records at lea
   [ -f $dir/summary.json ] && .venv/bin/python -c \
     "import json, sys; sys.exit(json.load(open(sys.argv[1]))['rounds'] < int(sys.argv[2]))" $dir/summary.json $rounds
 }
-run() {  # results directory, experiment name, flags...
+run() {  # results directory, experiment name, flags... (last: they override the defaults here)
   local out=results/$1/runs exp=$2; shift 2
   finished $out/$exp "$@" && return
   mkdir -p $out
   echo "$(date -Is) start $exp" >> $out/../wall_times.log
-  nice -n 19 .venv/bin/python -m experiments.train "$@" --shakespeare_source=plays --rounds_per_eval=10 \
-    --rounds_per_checkpoint=5 --noprogress_bar --root_output_dir=$out --experiment_name=$exp >> $out/$exp.log 2>&1
+  nice -n 19 .venv/bin/python -m experiments.train --shakespeare_source=plays --rounds_per_eval=10 \
+    --rounds_per_checkpoint=5 --noprogress_bar --root_output_dir=$out --experiment_name=$exp "$@" >> $out/$exp.log 2>&1
   local status=$?  # read before any other command
   echo "$(date -Is) end $exp status $status" >> $out/../wall_times.log
 }
@@ -100,18 +100,10 @@ defence_table() {  # issue 43 item 3: rho = 0.2, seed 0
 extend_dfl_pilot() {
   # Delta-FL's horizon, chosen on validation data: the pilot's chosen run (results/shakespeare_budget_pilot/)
   # continued from its round-40 checkpoint to 80 rounds, its learning rate constant. Its test-split check missed the
-  # issue's target by half a point at round 40 (shakespeare_budget_test/README.md); a finished 40-round grid run
-  # continues the same way (a larger --total_rounds) if this says a longer horizon is worth its time.
-  local out=results/shakespeare_budget_pilot/runs exp=dfl_cap1500_lr1.28_decay1
-  finished $out/$exp --total_rounds=80 && return
-  echo "$(date -Is) start $exp (to 80 rounds)" >> $out/../wall_times.log
-  nice -n 19 .venv/bin/python -m experiments.train --flagfile=experiments/configs/superquantile_fl/table2_3_shakespeare_rnn.cfg \
-    --algorithm=fedavg --clients_per_round=100 --total_rounds=80 --client_lr_decay_rounds=10 \
-    --max_client_examples=1500 --client_learning_rate=1.28 --client_lr_decay=1 --shakespeare_source=plays \
-    --validation_fraction=0.2 --max_evaluated_devices=100 --rounds_per_eval=5 --rounds_per_checkpoint=5 --seed=0 \
-    --noprogress_bar --root_output_dir=$out --experiment_name=$exp >> $out/$exp.log 2>&1
-  local status=$?
-  echo "$(date -Is) end $exp status $status" >> $out/../wall_times.log
+  # issue's target by half a point at round 40 (shakespeare_budget_test/README.md).
+  dfl_flags 80
+  run shakespeare_budget_pilot dfl_cap1500_lr1.28_decay1 "${dfl[@]}" --algorithm=fedavg --validation_fraction=0.2 \
+    --max_evaluated_devices=100 --rounds_per_eval=5 --seed=0
 }
 
 dfl_horizon() {  # prints Delta-FL's rounds: 80 if the continued pilot's validation error mean fell >= 1 point, else 40

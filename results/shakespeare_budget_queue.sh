@@ -15,10 +15,14 @@
 # its newest checkpoint.
 # A run that two tables share is linked, not run twice: the clean FedAvg runs of seed 0 are the test-split check's
 # runs (same flags), RFA's clean seed-0 run is both RFA Fig. 2's and the defence table's.
+# Two lanes share the work (2026-11-29: one run alone left ~20% of the 2 cores idle, in its single-threaded Python
+# between the worker's computations): `main` (the order above) and `second` (the Delta-FL horizon, RFA and FedAvg at
+# rho = 0.1, then seeds 2 and 1 of both grids, the main lane's seeds from the other end). A run is locked while one
+# lane trains it (flock on runs/.locks/<name>); the other lane skips it, except the horizon's run, which both wait for.
 # Run from the repository root of a worktree:
-#   setsid nohup bash results/shakespeare_budget_queue.sh > /tmp/budget_queue.log 2>&1 < /dev/null &
+#   setsid nohup bash results/shakespeare_budget_queue.sh main > /tmp/budget_queue.log 2>&1 < /dev/null &
+#   setsid nohup bash results/shakespeare_budget_queue.sh second > /tmp/budget_queue2.log 2>&1 < /dev/null &
 cd "$(dirname "$0")/.."  # the repository root
-bash results/shakespeare_budget_test/run.sh
 
 rfa_flags=(--flagfile=experiments/configs/rfa/fig2_shakespeare_lstm_data_corruption.cfg --clients_per_round=50
   --total_rounds=80 --max_client_examples=1500 --client_learning_rate=1.28 --client_lr_decay=1)
@@ -36,15 +40,28 @@ finished() {  # run directory, flags...: whether its summary.json records at lea
   [ -f $dir/summary.json ] && .venv/bin/python -c \
     "import json, sys; sys.exit(json.load(open(sys.argv[1]))['rounds'] < int(sys.argv[2]))" $dir/summary.json $rounds
 }
+lock() {  # results directory, experiment name: opens the run's lock file as fd $lock_fd
+  mkdir -p results/$1/runs/.locks
+  exec {lock_fd}> results/$1/runs/.locks/$2
+}
 run() {  # results directory, experiment name, flags... (last: they override the defaults here)
-  local out=results/$1/runs exp=$2; shift 2
+  local table=$1 out=results/$1/runs exp=$2 lock_fd; shift 2
   finished $out/$exp "$@" && return
-  mkdir -p $out
+  lock $table $exp
+  flock -n $lock_fd || { exec {lock_fd}>&-; return; }  # the other lane is training it
+  finished $out/$exp "$@" && { exec {lock_fd}>&-; return; }  # the other lane finished it meanwhile
   echo "$(date -Is) start $exp" >> $out/../wall_times.log
   nice -n 19 .venv/bin/python -m experiments.train --shakespeare_source=plays --rounds_per_eval=10 \
     --rounds_per_checkpoint=5 --noprogress_bar --root_output_dir=$out --experiment_name=$exp "$@" >> $out/$exp.log 2>&1
   local status=$?  # read before any other command
   echo "$(date -Is) end $exp status $status" >> $out/../wall_times.log
+  exec {lock_fd}>&-
+}
+wait_run() {  # results directory, experiment name: returns once no lane trains the run
+  local lock_fd
+  lock $1 $2
+  flock $lock_fd
+  exec {lock_fd}>&-
 }
 link_run() {  # results directory, experiment name, the same run's directory relative to results/
   mkdir -p results/$1/runs
@@ -104,6 +121,7 @@ extend_dfl_pilot() {
   dfl_flags 80
   run shakespeare_budget_pilot dfl_cap1500_lr1.28_decay1 "${dfl[@]}" --algorithm=fedavg --validation_fraction=0.2 \
     --max_evaluated_devices=100 --rounds_per_eval=5 --seed=0
+  wait_run shakespeare_budget_pilot dfl_cap1500_lr1.28_decay1  # if the other lane is continuing it
 }
 
 dfl_horizon() {  # prints Delta-FL's rounds: 80 if the continued pilot's validation error mean fell >= 1 point, else 40
@@ -114,15 +132,32 @@ print(80 if 80 in error and error[80] <= error[40] - 0.01 else 40)" \
     results/shakespeare_budget_pilot/runs/dfl_cap1500_lr1.28_decay1/metrics.csv
 }
 
-rfa_fig2 0
-defence_table
-extend_dfl_pilot
-dfl_rounds=$(dfl_horizon)
-echo "$(date -Is) Delta-FL horizon from the validation pilot: $dfl_rounds rounds" >> results/shakespeare_budget_pilot/wall_times.log
-dfl_tables 0
-for alg in fedavg rfa; do
-  run shakespeare_budget_rfa_fig2 ${alg}_omniscient_rho0.1_seed0 "${rfa_flags[@]}" --algorithm=$alg \
-    --corruption=omniscient --corruption_fraction=0.1 --seed=0
-done
-for seed in 1 2; do rfa_fig2 $seed; done
-for seed in 1 2; do dfl_tables $seed; done
+rho_0_1() {  # RFA and FedAvg at rho = 0.1 omniscient, seed 0
+  for alg in fedavg rfa; do
+    run shakespeare_budget_rfa_fig2 ${alg}_omniscient_rho0.1_seed0 "${rfa_flags[@]}" --algorithm=$alg \
+      --corruption=omniscient --corruption_fraction=0.1 --seed=0
+  done
+}
+choose_dfl_horizon() {
+  extend_dfl_pilot
+  dfl_rounds=$(dfl_horizon)
+  echo "$(date -Is) Delta-FL horizon from the validation pilot: $dfl_rounds rounds" >> results/shakespeare_budget_pilot/wall_times.log
+}
+
+case ${1:-main} in
+  main)
+    bash results/shakespeare_budget_test/run.sh
+    rfa_fig2 0
+    defence_table
+    choose_dfl_horizon
+    dfl_tables 0
+    rho_0_1
+    for seed in 1 2; do rfa_fig2 $seed; done
+    for seed in 1 2; do dfl_tables $seed; done;;
+  second)
+    choose_dfl_horizon
+    rho_0_1
+    for seed in 2 1; do rfa_fig2 $seed; done
+    for seed in 2 1; do dfl_tables $seed; done;;
+  *) echo "usage: $0 [main|second]" >&2; exit 2;;
+esac

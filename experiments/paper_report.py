@@ -21,7 +21,8 @@ Writes to --output_dir:
   asr_vs_rounds.png   runs of a targeted attack (a backdoor): test accuracy and the attack success rate
       (eval/attack_success_rate) against rounds, one panel per task x attack x rho, one line per method;
   claims.md   whether RFA Fig. 2's claims (clean, omniscient, data corruption: FedAvg against RFA) and Delta-FL's
-      (theta = 0.5 against FedAvg) hold in the runs: criterion, our numbers, verdict (experiments/paper_claims.py).
+      (theta = 0.5 against FedAvg) hold in the runs: criterion, the paper's numbers, ours, verdict
+      (experiments/paper_claims.py).
 A file is written only when some input has runs of its kind. The table logic is experiments/paper_tables.py.
 Runs are averaged over seeds only where they differ in nothing else: runs that differ in a recorded setting
 (run_settings.json, summary.json) are reported apart, titled with what differs (experiments/setting_groups.py);

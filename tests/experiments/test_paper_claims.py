@@ -98,5 +98,21 @@ def test_the_markdown_has_a_row_per_verdict_and_no_stray_table_separator():
   records = _clean([0.5], [0.5]) + _rfa('rfa', 'omniscient', 0.25, [0.45]) + _rfa('fedavg', 'omniscient', 0.25, [0.2])
   text = paper_claims.claims_markdown(paper_claims.rfa_verdicts(records))
   rows = [line for line in text.splitlines() if line.startswith('| ') and '**' in line]
-  assert len(rows) == 2 and all(row.count('|') == 6 for row in rows)
+  assert len(rows) == 2 and all(row.count('|') == 7 for row in rows)
   assert '**holds**' in rows[0] and 'RFA 50.00, FedAvg 50.00 (1 / 1 seeds): +0.00' in rows[0]
+
+
+def test_beside_each_verdict_stands_what_the_paper_reports_for_the_tasks_dataset():
+  rfa_records = (_clean([0.5], [0.5]) + _rfa('rfa', 'omniscient', 0.25, [0.45])
+                 + _rfa('fedavg', 'omniscient', 0.25, [0.2]) + _rfa('rfa', 'data', 0.25, [0.48])
+                 + _rfa('fedavg', 'data', 0.25, [0.49]))
+  papers = {v.claim.split(' ')[0]: v.paper for v in paper_claims.rfa_verdicts(rfa_records)}
+  assert papers['clean:'] == 'gap < 0.4' and papers['data'] == 'within one std'
+  assert "'similar trend'" in papers['omniscient'] and len(papers) == 3
+  # Table 2 (p90) and Table 3 (mean) of the Delta-FL paper, Shakespeare RNN: theta = 0.5 against FedAvg.
+  [dfl] = paper_claims.dfl_verdicts(_dfl('fedavg', 1.0, [0.6], [0.55]) + _dfl('delta_fl', 0.5, [0.58], [0.55]))
+  assert dfl.paper == 'p90 46.32 vs 46.45, mean 43.13 vs 42.90'
+  # A task of no paper dataset (digits stands in for EMNIST linear in the RFA layout; not in the Delta-FL one).
+  digits = [paper_tables.Record('dfl', 'digits', algorithm, 0, conformity_level=theta, error_p90=0.5, error_mean=0.4,
+                                source=algorithm) for algorithm, theta in (('fedavg', 1.0), ('delta_fl', 0.5))]
+  assert [v.paper for v in paper_claims.dfl_verdicts(digits)] == ['—']

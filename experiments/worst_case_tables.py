@@ -8,15 +8,18 @@ the minimum over attacks second: the worst case is that of an attacker who picks
 
 Rows are the `results.csv` rows of `experiments.robustness_sweep` (parsed: `fraction` float, `accuracy` float), so
 the tables can be rebuilt from any results file, also one of a sweep still running or stopped (its missing runs
-are `-` cells and its incomplete rows have no worst case):
+are `-` cells and its incomplete rows have no worst case), or the same rows read from the runner's run directories
+(`rows_from_runs`: one per `summary.json`, the defence chain or else the algorithm naming the row):
 
   python -m experiments.worst_case_tables --results=DIR/results.csv [--output=DIR/worst_case.md]
+  python -m experiments.worst_case_tables --runs=DIR/runs --output=DIR/worst_case.md
 
 Imports no TensorFlow.
 """
 
 import collections
 import csv
+import json
 import os
 from typing import Iterable, Optional, Sequence
 
@@ -24,10 +27,14 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from experiments import paper_tables
 from tff_robust.command_line import finite_flags
 
 _RESULTS = flags.DEFINE_string('results', None, 'A results.csv of experiments.robustness_sweep, finished or not.')
-_OUTPUT = flags.DEFINE_string('output', None, 'The tables (markdown); default: worst_case.md beside --results.')
+_RUNS = flags.DEFINE_multi_string('runs', None, 'Instead of --results: directories holding run directories of the '
+                                  'runner (every summary.json below them, links followed).')
+_OUTPUT = flags.DEFINE_string('output', None, 'The tables (markdown); default: worst_case.md beside --results '
+                              '(required with --runs).')
 
 
 def mean_accuracies(rows: Iterable[dict]) -> dict:
@@ -98,6 +105,23 @@ def write_worst_case_tables(rows: Sequence[dict], path: str) -> None:
     f.write('\n'.join(sections))
 
 
+def rows_from_runs(inputs: Iterable[str]) -> list[dict]:
+  """`results.csv`-like rows of the runner's run directories below `inputs`: the row's name is the run's defence
+  chain (`--defence`) or else its algorithm; accuracy its final `eval/accuracy`; calls per round its secure-average
+  calls over its rounds. A run without a final accuracy (stopped before its first evaluation) is left out."""
+  rows = []
+  for directory in paper_tables.run_directories(inputs, ['summary.json']):
+    with open(os.path.join(directory, 'summary.json')) as f:
+      summary = json.load(f)
+    if summary.get('eval/accuracy') is None:
+      continue
+    rows.append(dict(algorithm=summary.get('defence') or summary['algorithm'],
+                     corruption=summary.get('corruption', 'none'), fraction=summary.get('corruption_fraction', 0.0),
+                     seed=summary['seed'], accuracy=summary['eval/accuracy'],
+                     calls_per_round=summary['secure_average_calls'] / summary['rounds']))
+  return rows
+
+
 def read_rows(path: str) -> list[dict]:
   """The rows of a `results.csv` (values as strings; the tables parse the numbers they use)."""
   with open(path, newline='') as f:
@@ -107,10 +131,17 @@ def read_rows(path: str) -> list[dict]:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected positional arguments: {argv[1:]}')
-  if not _RESULTS.value or not os.path.isfile(_RESULTS.value):
-    raise app.UsageError(f'--results must be an existing results.csv file, got {_RESULTS.value!r}')
-  output = _OUTPUT.value or os.path.join(os.path.dirname(_RESULTS.value), 'worst_case.md')
-  rows = read_rows(_RESULTS.value)
+  if _RUNS.value:
+    if _RESULTS.value or not _OUTPUT.value:
+      raise app.UsageError('--runs takes --output and no --results')
+    rows, output = rows_from_runs(_RUNS.value), _OUTPUT.value
+    if not rows:
+      raise app.UsageError(f'--runs: no run with a final accuracy below {_RUNS.value}')
+  else:
+    if not _RESULTS.value or not os.path.isfile(_RESULTS.value):
+      raise app.UsageError(f'--results must be an existing results.csv file, got {_RESULTS.value!r}')
+    output = _OUTPUT.value or os.path.join(os.path.dirname(_RESULTS.value), 'worst_case.md')
+    rows = read_rows(_RESULTS.value)
   write_worst_case_tables(rows, output)
   print(f'{len(rows)} runs; wrote {output}')
 

@@ -1,6 +1,7 @@
 """The worst-case tables: a defence's worst case is the smallest of its per-attack means over seeds."""
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -111,3 +112,54 @@ def test_the_command_rebuilds_the_tables_from_a_partial_results_csv(tmp_path):
 def test_the_command_names_a_missing_results_file(tmp_path):
   completed = _command(f'--results={tmp_path / "absent.csv"}')
   assert completed.returncode != 0 and '--results must be an existing results.csv file' in completed.stderr
+
+
+def _write_run(directory, summary):
+  os.makedirs(directory)
+  with open(os.path.join(directory, 'summary.json'), 'w') as f:
+    json.dump(summary, f)
+
+
+def test_run_directories_of_the_runner_give_the_table_of_the_same_rows(tmp_path):
+  # The runner's summaries: a defence chain names its row, else the algorithm; calls per round from the summary.
+  runs = tmp_path / 'table' / 'runs'
+  expected = []
+  for (defence, corruption, fraction), per_seed in _ACCURACIES.items():
+    for seed, accuracy in enumerate(per_seed):
+      summary = {'algorithm': 'rfa' if defence == 'rfa' else 'fedavg', 'seed': seed, 'corruption': corruption,
+                 'corruption_fraction': fraction, 'eval/accuracy': accuracy, 'rounds': 10,
+                 'secure_average_calls': 30 if defence == 'rfa' else 10}
+      _write_run(runs / f'{defence}_{corruption}_{fraction}_{seed}', summary)
+      expected.append(dict(algorithm=defence, corruption=corruption, fraction=fraction, seed=seed, accuracy=accuracy,
+                           calls_per_round=3.0 if defence == 'rfa' else 1.0))
+  _write_run(runs / 'chain_none', {'algorithm': 'fedavg', 'defence': 'norm_filter(k=2.0)>centered_clipping(tau=0.3)',
+                                   'seed': 0, 'corruption': 'none', 'corruption_fraction': 0.0,
+                                   'eval/accuracy': 0.9, 'rounds': 10, 'secure_average_calls': 50})
+  _write_run(tmp_path / 'elsewhere' / 'chain_omniscient', {
+      'algorithm': 'fedavg', 'defence': 'norm_filter(k=2.0)>centered_clipping(tau=0.3)', 'seed': 0,
+      'corruption': 'omniscient', 'corruption_fraction': 0.2, 'eval/accuracy': 0.7, 'rounds': 10,
+      'secure_average_calls': 50})
+  os.symlink(tmp_path / 'elsewhere' / 'chain_omniscient', runs / 'chain_omniscient')  # a run another table shares
+  _write_run(runs / 'stopped', {'algorithm': 'fedavg', 'seed': 5, 'corruption': 'none', 'rounds': 3})  # no accuracy
+  expected += [dict(algorithm='norm_filter(k=2.0)>centered_clipping(tau=0.3)', corruption=corruption, fraction=fraction,
+                    seed=0, accuracy=accuracy, calls_per_round=5.0)
+               for corruption, fraction, accuracy in (('none', 0.0, 0.9), ('omniscient', 0.2, 0.7))]
+  rows = worst_case_tables.rows_from_runs([str(runs)])
+  key = lambda row: (row['algorithm'], row['corruption'], row['fraction'], row['seed'])
+  assert sorted(rows, key=key) == sorted(expected, key=key)
+
+  completed = _command(f'--runs={runs}', f'--output={tmp_path / "worst_case.md"}')
+  assert completed.returncode == 0, completed.stderr
+  worst_case_tables.write_worst_case_tables(rows, str(tmp_path / 'expected.md'))  # the rows checked above
+  assert (tmp_path / 'worst_case.md').read_text() == (tmp_path / 'expected.md').read_text()
+  chain_row = [line for line in (tmp_path / 'worst_case.md').read_text().splitlines()
+               if line.startswith('| norm_filter')][0]
+  # One seed of three, no run under ipm(eps=1): marked, and no worst case.
+  assert chain_row == '| norm_filter(k=2.0)>centered_clipping(tau=0.3) | 5 | 0.900 (1) | - | 0.700 (1) | - | - |'
+
+
+def test_the_command_with_runs_needs_an_output_and_a_run_with_an_accuracy(tmp_path):
+  completed = _command(f'--runs={tmp_path}')
+  assert completed.returncode != 0 and '--runs takes --output and no --results' in completed.stderr
+  completed = _command(f'--runs={tmp_path}', f'--output={tmp_path / "worst_case.md"}')
+  assert completed.returncode != 0 and '--runs: no run with a final accuracy below' in completed.stderr

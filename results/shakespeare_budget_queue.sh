@@ -110,6 +110,8 @@ defence_table() {  # issue 43 item 3: rho = 0.2, seed 0
       run shakespeare_budget_defence ${defence}_${name}$([ "$attack" = none ] || echo _rho0.2) "${rfa_flags[@]}" "${d[@]}" "${a[@]}" --seed=0
     done
   done
+  # FedAvg clean, seed 0 (its clean cell): the test-split check's run
+  link_run shakespeare_budget_defence fedavg_clean shakespeare_budget_test/runs/rfa_fedavg_cap1500_lr1.28_decay1
   run shakespeare_budget_defence fedavg_norm_awarec1.4_rho0.2 "${rfa_flags[@]}" --algorithm=fedavg \
     --corruption='norm_aware(c=1.4)' --corruption_fraction=0.2 --seed=0
 }

@@ -23,6 +23,11 @@
 #   setsid nohup bash results/shakespeare_budget_queue.sh main > /tmp/budget_queue.log 2>&1 < /dev/null &
 #   setsid nohup bash results/shakespeare_budget_queue.sh second > /tmp/budget_queue2.log 2>&1 < /dev/null &
 cd "$(dirname "$0")/.."  # the repository root
+# nice 19 alone does not make the runs yield to other work here: with sched_autogroup (on in this kernel) `setsid`
+# starts a task group of its own, groups share the cores equally whatever their tasks' nice, and nice orders tasks
+# only within a group (found 2026-11-29: a test suite beside the lanes got a third of the cores). So the group is
+# lowered too.
+[ -w /proc/self/autogroup ] && echo 19 > /proc/self/autogroup
 
 rfa_flags=(--flagfile=experiments/configs/rfa/fig2_shakespeare_lstm_data_corruption.cfg --clients_per_round=50
   --total_rounds=80 --max_client_examples=1500 --client_learning_rate=1.28 --client_lr_decay=1)

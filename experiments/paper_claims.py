@@ -62,7 +62,8 @@ def _cell(panel: paper_tables.RfaPanel, algorithm: str, fraction: float) -> Opti
 
 def _rfa_paper(published: dict, claim: str, task: str) -> str:
   """The RFA paper's text on `claim` ('clean', 'omniscient', 'data') for the dataset `task` reproduces."""
-  return published['rfa']['fig2_claims_text'].get(claim, {}).get(paper_tables.RFA_DATASETS.get(task), '—')
+  texts = published['rfa'].get('fig2_claims_text', {})  # a --published_numbers file may have none
+  return texts.get(claim, {}).get(paper_tables.RFA_DATASETS.get(task), '—')
 
 
 def _dfl_paper(published: dict, task: str) -> str:
@@ -107,7 +108,8 @@ def _omniscient_verdict(panel, where, fraction, paper) -> Verdict:
   rfa_kept, fedavg_kept = rfa / rfa_clean, fedavg / fedavg_clean
   measured = (f'RFA {rfa:.2f} of {rfa_clean:.2f} ({rfa_kept:.0%}), FedAvg {fedavg:.2f} of {fedavg_clean:.2f} '
               f'({fedavg_kept:.0%})')
-  return Verdict(claim, where, criterion, paper, measured, _holds(rfa_kept >= KEPT_SHARE and fedavg_kept < COLLAPSED_SHARE))
+  return Verdict(claim, where, criterion, paper, measured,
+                 _holds(rfa_kept >= KEPT_SHARE and fedavg_kept < COLLAPSED_SHARE))
 
 
 def _data_verdict(panel, where, fraction, paper) -> Verdict:
@@ -140,8 +142,8 @@ def rfa_verdicts(records: Sequence[paper_tables.Record], published: Optional[dic
       judged_clean.add((panel.task, clean_runs))
       verdicts.append(_clean_verdict(panel, f'{panel.task}, no corruption',
                                      _rfa_paper(published, 'clean', panel.task)))
+    paper = _rfa_paper(published, panel.corruption, panel.task)
     for fraction in sorted({r.fraction for r in panel.runs if r.fraction > 0.0}):
-      paper = _rfa_paper(published, panel.corruption, panel.task)
       if panel.corruption == 'omniscient':
         verdicts.append(_omniscient_verdict(panel, panel.title, fraction, paper))
       elif panel.corruption == 'data':

@@ -58,7 +58,7 @@ def main(argv):
     kinds = {r.kind for r in records}
     rfa_text = paper_tables.rfa_tables(records, published) if 'rfa' in kinds else None
     dfl_text = paper_tables.dfl_tables(records, published) if 'dfl' in kinds else None
-    verdicts = paper_claims.rfa_verdicts(records) + paper_claims.dfl_verdicts(records)
+    verdicts = paper_claims.rfa_verdicts(records, published) + paper_claims.dfl_verdicts(records, published)
     curves = convergence_curves.load_curves(_INPUTS.value)
     convergence_curves.convergence_panels(curves)
     dfl_curves = {metric: convergence_curves.load_curves(_INPUTS.value, kind='dfl', metric=metric)

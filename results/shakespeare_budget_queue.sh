@@ -17,8 +17,9 @@
 # runs (same flags), RFA's clean seed-0 run is both RFA Fig. 2's and the defence table's.
 # Two lanes share the work (2026-11-29: one run alone left ~20% of the 2 cores idle, in its single-threaded Python
 # between the worker's computations): `main` (the order above) and `second` (the Delta-FL horizon, seed 0 of the
-# Delta-FL tables, RFA and FedAvg at rho = 0.1, then seeds 2 and 1 of both grids: the main lane's from the other end). A run is locked while one
-# lane trains it (flock on runs/.locks/<name>); the other lane skips it, except the horizon's run, which both wait for.
+# Delta-FL tables, RFA and FedAvg at rho = 0.1, then seeds 2 and 1 of both grids: the main lane's from the other
+# end). A run is locked while one lane trains it (flock on runs/.locks/<name>); the other lane skips it, except the
+# horizon's run, which both wait for.
 # Run from the repository root of a worktree:
 #   setsid nohup bash results/shakespeare_budget_queue.sh main > /tmp/budget_queue.log 2>&1 < /dev/null &
 #   setsid nohup bash results/shakespeare_budget_queue.sh second > /tmp/budget_queue2.log 2>&1 < /dev/null &

@@ -116,3 +116,12 @@ def test_beside_each_verdict_stands_what_the_paper_reports_for_the_tasks_dataset
   digits = [paper_tables.Record('dfl', 'digits', algorithm, 0, conformity_level=theta, error_p90=0.5, error_mean=0.4,
                                 source=algorithm) for algorithm, theta in (('fedavg', 1.0), ('delta_fl', 0.5))]
   assert [v.paper for v in paper_claims.dfl_verdicts(digits)] == ['—']
+
+
+def test_the_paper_column_comes_from_the_published_numbers_given_and_a_file_without_claim_texts_gives_dashes():
+  records = _clean([0.5], [0.5])
+  own = paper_tables.load_published()
+  own['rfa']['fig2_claims_text'] = {'clean': {'shakespeare_lstm': 'own text'}}
+  assert [v.paper for v in paper_claims.rfa_verdicts(records, own)] == ['own text']
+  del own['rfa']['fig2_claims_text']
+  assert [v.paper for v in paper_claims.rfa_verdicts(records, own)] == ['—']

@@ -28,7 +28,7 @@ def pytest_xdist_auto_num_workers(config):
 
 @pytest.fixture(scope='session', autouse=True)
 def tff_worker():
-  # Without Grappler (`compile_for_simulation`): the session compiles thousands of small computations and runs each
+  # Without Grappler (`simulation_compiler`): the session compiles thousands of small computations and runs each
   # a few times, so compiling them dominated its time. The runner, which the end-to-end tests start as users do,
   # keeps TFF's own lowering with Grappler, and so do the two-worker contexts the tests build.
   worker = execution_context.set_local_execution_context(optimize_graphs=False)

@@ -9,6 +9,7 @@ import tensorflow_federated as tff
 
 from tff_robust.runtime import composing_context
 from tff_robust.runtime import execution_context
+from tff_robust.runtime import simulation_compiler
 
 
 @tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS), tff.FederatedType(np.float32, tff.CLIENTS))
@@ -68,7 +69,7 @@ def _sequence_sum(values):
 
 def test_an_intrinsic_it_cannot_split_is_refused_by_name_before_anything_runs(two_worker_context):
   with pytest.raises(composing_context.UnsupportedIntrinsicError, match='^sequence_sum cannot run over TFF workers'):
-    composing_context.check_supported(_sequence_sum, execution_context.compile_for_simulation)
+    composing_context.check_supported(_sequence_sum, simulation_compiler.compile_for_simulation)
   with pytest.raises(composing_context.UnsupportedIntrinsicError, match='sequence_sum'):
     _sequence_sum([1, 2, 3])
 
@@ -83,7 +84,7 @@ def test_a_worker_that_stops_fails_the_next_computation_at_once_naming_it():
   try:
     stubs = [execution_context._ready_stub(worker.address) for worker in workers]  # pylint: disable=protected-access
     context = composing_context.ComposingContext(
-        stubs, execution_context.compile_for_simulation, worker_names=['w0', 'w1'])
+        stubs, simulation_compiler.compile_for_simulation, worker_names=['w0', 'w1'])
     with tff.framework.get_context_stack().install(context):
       assert _mean_then_mean_deviation([1.0, 3.0], [1.0, 1.0])[0] == pytest.approx(2.0)
       workers[1].stop()

@@ -12,7 +12,7 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import privacy
 from tff_robust.runtime import composing_context
-from tff_robust.runtime import execution_context
+from tff_robust.runtime import simulation_compiler
 from tff_robust.simulation import algorithms
 from tests.runtime import two_workers
 from tests.simulation import algorithm_rounds
@@ -59,7 +59,7 @@ def test_fedplus_global_and_personal_models_on_two_workers_equal_the_local_ones(
 
 
 def _compile_without_grappler(computation):
-  return execution_context.compile_for_simulation(computation, optimize_graphs=False)
+  return simulation_compiler.compile_for_simulation(computation, optimize_graphs=False)
 
 
 @pytest.mark.slow

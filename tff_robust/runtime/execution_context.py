@@ -8,9 +8,9 @@ same binary itself, sends its output to a log file, stops it at exit (`atexit`) 
 network interface and runs whatever it is sent, unauthenticated; by default this module starts it in a
 private network namespace that other hosts cannot reach (`LocalWorker`, `network_isolation`).
 
-The context compiles secure-sum intrinsics to their insecure bodies (`tff.backends.test`), so aggregators
-built on `tff.aggregators.SecureSumFactory` run in simulation with the same clipping and quantisation as in
-deployment.
+The context compiles secure-sum intrinsics to their insecure bodies (`simulation_compiler`, as `tff.backends.test`
+does), so aggregators built on `tff.aggregators.SecureSumFactory` run in simulation with the same clipping and
+quantisation as in deployment.
 
 Remote execution (`set_remote_execution_context`) runs every computation over the executor services at one
 or more addresses (`tff.framework.RemoteExecutor` over gRPC) with `composing_context.ComposingContext`: the
@@ -51,11 +51,11 @@ import grpc
 import portpicker
 import tensorflow_federated as tff
 # TFF 0.87 exposes its intrinsic desugaring only inside `desugar_and_transform_to_native`, which always runs Grappler.
-from tensorflow_federated.python.core.environments.tensorflow_backend import tensorflow_tree_transformations
 from tensorflow_federated.python.core.impl.context_stack import set_default_context as tff_default_context
 
 from tff_robust.runtime import composing_context
 from tff_robust.runtime import gpu_placement
+from tff_robust.runtime import simulation_compiler
 from tff_robust.runtime import worker_binaries
 from tff_robust.runtime import worker_channels
 from tff_robust.runtime import worker_launcher
@@ -300,28 +300,6 @@ def _wait_until_ready(is_ready, channel, address: str, *, worker: Optional[Local
     time.sleep(0.05)
 
 
-def compile_for_simulation(computation, *, optimize_graphs: bool = True):
-  """`computation` as the workers run it: secure sums replaced by their insecure bodies (the same clipping and
-  quantisation), then TFF's native lowering. The `compiler_fn` of every context this module installs.
-
-  `optimize_graphs`: TFF's lowering (`tff.backends.native.desugar_and_transform_to_native`) runs Grappler with
-  aggressive constant folding, arithmetic, loop, function and memory optimisation on every TensorFlow computation
-  it compiles; False lowers the same way without Grappler (`transform_to_native_form(grappler_config=None)`).
-  Compiling is a one-off per computation, so a training run keeps the default; the test session, which compiles
-  thousands of small computations and runs each a few times, turns it off (measured 2026-11-28 on a loaded
-  2-core machine: the `recommended_secure` chain's create, compile and five rounds took 3.4-4.7 s without
-  Grappler and 10.2-11.4 s with it). Without Grappler's function inlining a dataset placeholder could land on a
-  GPU (TFF's comment in its compiler): use it on CPU workers only.
-  """
-  computation = tff.backends.test.replace_secure_intrinsics_with_bodies(computation)
-  if optimize_graphs:
-    return tff.backends.native.desugar_and_transform_to_native(computation)
-  desugared, _ = tensorflow_tree_transformations.replace_intrinsics_with_bodies(computation.to_building_block())
-  return tff.backends.native.transform_to_native_form(
-      tff.framework.ConcreteComputation.from_building_block(desugared), grappler_config=None
-  )
-
-
 def _executor_factory(stub, default_num_clients: int) -> tff.framework.ResourceManagingExecutorFactory:
   def executor_stack_fn(cardinalities):
     if cardinalities.get(tff.CLIENTS) is None:
@@ -336,7 +314,7 @@ def _executor_factory(stub, default_num_clients: int) -> tff.framework.ResourceM
 def _make_context(stub, default_num_clients: int, optimize_graphs: bool = True) -> tff.framework.SyncExecutionContext:
   return tff.framework.SyncExecutionContext(
       executor_fn=_executor_factory(stub, default_num_clients),
-      compiler_fn=functools.partial(compile_for_simulation, optimize_graphs=optimize_graphs),
+      compiler_fn=functools.partial(simulation_compiler.compile_for_simulation, optimize_graphs=optimize_graphs),
       transform_args=tff.tensorflow.transform_args,
       transform_result=tff.tensorflow.transform_result,
   )
@@ -346,7 +324,7 @@ def local_worker_context(
     worker: LocalWorker, *, default_num_clients: int = 0, optimize_graphs: bool = True
 ) -> tff.framework.SyncExecutionContext:
   """The execution context `set_local_execution_context` installs, on `worker` (ready), for `install`ing;
-  `optimize_graphs` as in `compile_for_simulation`.
+  `optimize_graphs` as in `simulation_compiler.compile_for_simulation`.
 
   A call that fails because `worker` has exited raises `WorkerExited` (see the module docstring).
   """
@@ -400,7 +378,7 @@ def set_remote_execution_context(
   stubs = [_ready_stub(address, credentials) for address in addresses]
   _context_installed = True
   tff.framework.set_default_context(composing_context.ComposingContext(
-      stubs, compile_for_simulation, default_num_clients=default_num_clients,
+      stubs, simulation_compiler.compile_for_simulation, default_num_clients=default_num_clients,
       worker_names=[f'at {address}' for address in addresses]))
 
 
@@ -470,8 +448,8 @@ def set_local_execution_context(
     worker_binary: the executable to start instead of the TFF wheel's `worker_binary`, e.g. one built from TFF's
       source with CUDA (the wheel's has no CUDA: `gpu_placement`); None reads $TFF_ROBUST_WORKER_BINARY, and
       the wheel's where that is unset. It is started through `worker_launcher`, network isolation included.
-    optimize_graphs: whether computations are compiled with Grappler (`compile_for_simulation`); the default
-      True is TFF's own lowering, False compiles several times faster (the test session's choice).
+    optimize_graphs: whether computations are compiled with Grappler (`simulation_compiler`); the default True is
+      TFF's own lowering, False compiles several times faster (the test session's choice).
 
   Returns:
     The `LocalWorker`; call `stop_local_execution_context()` (or let the process exit) to stop it.

@@ -3,11 +3,14 @@
 TFF's own pipeline for a simulation with secure sums is three calls, each one a full pass from the computation's
 proto to building blocks and back (`tff.backends.test.replace_secure_intrinsics_with_bodies`, then
 `tff.backends.native.desugar_and_transform_to_native`, whose `transform_to_native_form` reads the proto the desugaring
-wrote). The passes themselves are cheap; reading and writing the protos is not (type deserialisation and interning
+wrote). Reading and writing the protos cost more than the passes themselves (type deserialisation and interning
 in `building_blocks.*.from_proto`): a profile of the aggregator contract tests, which compile one process per type
 signature, spent about half of the compile time in those conversions. `compile_for_simulation` runs the same
 transformations, in the same order and with the same Grappler settings, on one tree read once and written once;
-`tests/runtime/test_simulation_compiler.py` checks that the result is byte for byte TFF's own.
+`tests/runtime/test_simulation_compiler.py` checks that the result is TFF's own up to the names each lowering draws
+afresh. The secure-sum pass is TFF 0.87's private `_replace_secure_intrinsics_with_insecure_bodies`, the body of its
+public `replace_secure_intrinsics_with_bodies` (setup.py pins TFF 0.87; that test compares with the public calls, so
+a TFF that changes either fails there).
 """
 
 from typing import Optional

@@ -50,7 +50,6 @@ import warnings
 import grpc
 import portpicker
 import tensorflow_federated as tff
-# TFF 0.87 exposes its intrinsic desugaring only inside `desugar_and_transform_to_native`, which always runs Grappler.
 from tensorflow_federated.python.core.impl.context_stack import set_default_context as tff_default_context
 
 from tff_robust.runtime import composing_context

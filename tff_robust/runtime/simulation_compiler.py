@@ -18,6 +18,7 @@ from typing import Optional
 import tensorflow as tf
 import tensorflow_federated as tff
 
+# TFF 0.87 exposes these passes publicly only as whole-proto calls (`tff.backends.test`, `tff.backends.native`).
 from tensorflow_federated.python.core.backends.test import compiler as tff_test_compiler
 from tensorflow_federated.python.core.environments.tensorflow_backend import compiled_computation_transformations
 from tensorflow_federated.python.core.environments.tensorflow_backend import tensorflow_tree_transformations

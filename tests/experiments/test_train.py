@@ -618,9 +618,9 @@ def test_a_targeted_attack_in_a_window_of_rounds_reports_its_attack_success_rate
   """The targeted attacks with an update half, in round 2 only (half the data corrupted: every cohort of this
   seed has attackers): the attackers are flagged in that round alone, and every evaluation reports the attack
   success rate beside the accuracy."""
-  result = train_runs.train(tmp_path, '--algorithm=fedavg', '--total_rounds=3', '--rounds_per_eval=1',
-                            '--clients_per_round=5', f'--corruption={spec}',
-                            '--corruption_fraction=0.5', '--corruption_start_round=2', '--corruption_end_round=2')
+  result = train_runs.train_here(tmp_path, '--algorithm=fedavg', '--total_rounds=3', '--rounds_per_eval=1',
+                                 '--clients_per_round=5', f'--corruption={spec}',
+                                 '--corruption_fraction=0.5', '--corruption_start_round=2', '--corruption_end_round=2')
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
   assert summary['attack'] == attack and summary['corruption_end_round'] == 2

@@ -9,7 +9,9 @@ a child forked from a multi-threaded process can crash on a lock another thread 
 runner itself recurs there too.
 """
 
+import contextlib
 import csv
+import io
 import json
 import os
 import shutil
@@ -51,9 +53,10 @@ def train(tmp_path, *flags, timeout=600, name='run', fresh_interpreter=False):
 def train_here(tmp_path, *flags, name='run') -> subprocess.CompletedProcess:
   """`train`'s run in this process, on the session's TFF worker: `experiments.train.main` on the parsed flags.
 
-  Its `returncode` is the exit status `main` returns, or `REFUSED` with the refusal in `stderr`; `stdout` is empty. For
-  tests of what a run computes and writes (test_train's, the flagfiles' smoke runs), not of what it prints or of
-  its process: a forked run pays again for
+  Its `returncode` is the exit status `main` returns, or `REFUSED` with the refusal in `stderr`; `stdout` is what the
+  run printed there (its headline); `stderr` holds nothing else (logging and TensorFlow's C++ lines go to the test
+  process's own stderr). For tests of what a run computes, writes and prints on stdout (test_train's, the flagfiles'
+  smoke runs), not of its stderr or of its process: a forked run pays again for
   the tracing, AutoGraph conversions and Keras set-up that this process has cached (a 2-round digits run took 17 s
   here against 25 s forked, 2026-11-28, NOTES.md). The runner's local worker is the session's (tests/conftest.py,
   without Grappler), so results equal a forked run's to float rounding, not bit for bit.
@@ -65,17 +68,19 @@ def train_here(tmp_path, *flags, name='run') -> subprocess.CompletedProcess:
   from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 
   args = [*TRAIN_COMMAND[3:], f'--root_output_dir={tmp_path}', f'--experiment_name={name}', *flags]
+  stdout = io.StringIO()
   absl_flags.FLAGS.unparse_flags()
   try:
     absl_flags.FLAGS(['train', *args])
     with mock.patch.object(execution_context, 'set_local_execution_context', lambda **kwargs: None), \
         mock.patch.object(execution_context, 'stop_local_execution_context', lambda: None):
-      status, stderr = train.main(['train']), ''
+      with contextlib.redirect_stdout(stdout):
+        status, stderr = train.main(['train']), ''
   except train_flags.Refusal as refusal:
     status, stderr = exit_statuses.REFUSED, f'error: {refusal}'
   finally:
     absl_flags.FLAGS.unparse_flags()
-  return subprocess.CompletedProcess(args, status, '', stderr)
+  return subprocess.CompletedProcess(args, status, stdout.getvalue(), stderr)
 
 
 def outputs(tmp_path, name='run'):

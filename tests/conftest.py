@@ -4,13 +4,13 @@ import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
+import sys  # pylint: disable=g-import-not-at-top
+
 import pytest  # pylint: disable=g-import-not-at-top
 
-from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
-
-# The pytest-xdist controller (and `--collect-only`) imports this file but runs no test: without this, the worker
-# manager of TFF's import-time context prints an ignored `AttributeError ... 'Popen'` when it exits.
-execution_context.discard_tff_default_context()
+# TensorFlow Federated is imported by the test modules and the `tff_worker` fixture, not here: the pytest-xdist
+# controller imports this file but collects and runs no test, so it would import TensorFlow and TFF (~5 s of CPU)
+# for nothing, beside its two workers doing the same at start.
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -26,8 +26,20 @@ def pytest_xdist_auto_num_workers(config):
   return None
 
 
+def pytest_unconfigure(config):
+  """A process that imported TFF without running a test (`--collect-only`) discards TFF's import-time context: its
+  worker manager would print an ignored `AttributeError ... 'Popen'` at exit. After `tff_worker` ran this does
+  nothing (`discard_tff_default_context` leaves an installed context alone)."""
+  del config  # unused
+  if 'tensorflow_federated' in sys.modules:
+    from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
+    execution_context.discard_tff_default_context()
+
+
 @pytest.fixture(scope='session', autouse=True)
 def tff_worker():
+  from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
+  execution_context.discard_tff_default_context()  # before installing ours, as at any binary's start
   # Without Grappler (`simulation_compiler`): the session compiles thousands of small computations and runs each
   # a few times, so compiling them dominated its time. The runner, which the end-to-end tests start as users do,
   # keeps TFF's own lowering with Grappler, and so do the two-worker contexts the tests build.

@@ -1,10 +1,15 @@
-"""tests/conftest.py's choice of pytest-xdist workers for pytest.ini's `-n auto`."""
+"""tests/conftest.py's choice of pytest-xdist workers for pytest.ini's `-n auto`, and what importing it costs."""
 
+import os
+import subprocess
+import sys
 import types
 
 import pytest
 
 from tests import conftest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.parametrize('args', [
@@ -24,3 +29,11 @@ def test_one_file_or_tests_of_one_file_run_in_this_process(args):
 ])
 def test_a_directory_or_several_files_get_xdist_s_default(args):
   assert conftest.pytest_xdist_auto_num_workers(types.SimpleNamespace(args=args)) is None
+
+
+def test_importing_the_conftest_imports_no_tensorflow():
+  """The xdist controller imports tests/conftest.py and runs no test: TensorFlow there is ~5 s of CPU for nothing."""
+  probe = 'import sys, tests.conftest; print(sorted(m for m in ("tensorflow", "tensorflow_federated") if m in sys.modules))'
+  result = subprocess.run([sys.executable, '-c', probe], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          check=True)
+  assert result.stdout.strip() == '[]'

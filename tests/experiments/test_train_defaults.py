@@ -40,8 +40,8 @@ def test_the_readme_emnist_example_runs_as_written_but_for_its_rounds(tmp_path):
 
 @pytest.mark.parametrize('algorithm, flags', [('signsgd', ()), ('mtfeel', ('--dde_steps=1',))])
 def test_sign_vote_algorithms_default_to_every_device_of_the_task(tmp_path, algorithm, flags):
-  result = train_runs.train(tmp_path, '--task=digits_cohorts', f'--algorithm={algorithm}', '--total_rounds=1',
-                            '--client_batch_size=20', *flags)
+  result = train_runs.train_here(tmp_path, '--task=digits_cohorts', f'--algorithm={algorithm}', '--total_rounds=1',
+                                 '--client_batch_size=20', *flags)
   assert result.returncode == 0, result.stderr[-3000:]
   summary, rows = train_runs.outputs(tmp_path)
   assert summary['clients_per_round'] == 30

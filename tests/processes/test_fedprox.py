@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import privacy
 from tff_robust.processes import composition
 from tff_robust.processes import fedprox
 from tff_robust.simulation import algorithms
@@ -74,6 +75,34 @@ def test_an_empty_client_is_counted_and_adds_nothing():
   assert output.metrics['client_work']['num_nonfinite_updates'] == 0
   actual = process.get_model_weights(output.state).trainable[0]
   np.testing.assert_allclose(actual, numpy_fedprox(arrays, _MU, LEARNING_RATE, rounds=1), atol=1e-5)
+
+
+def test_with_secure_counts_model_and_metrics_every_client_value_is_securely_summed_and_the_round_agrees():
+  """`count_factory=SecureSumFactory(1, 0)`, a secure mean and secure metrics: no client value reaches the server
+  but through a secure sum, and a round with a non-finite client and an empty one counts and trains as the plain
+  process does; without `count_factory` the int32 [2] counts are the one plain sum left."""
+  arrays = client_arrays()
+  x, y = arrays[1]
+  poisoned = (np.where(np.arange(x.shape[0])[:, None] == 0, np.nan, x).astype(np.float32), y)
+  empty = tf.data.Dataset.from_tensor_slices(collections.OrderedDict(x=x[:0], y=y[:0])).batch(8)
+  client_datasets = datasets(arrays[:1] + [poisoned] + arrays[2:]) + [empty]
+  secure_mean = tff.aggregators.MeanFactory(
+      tff.aggregators.SecureSumFactory(1e3), tff.aggregators.SecureSumFactory(1e3, 0.0), no_nan_division=True)
+  arguments = dict(model_aggregator=secure_mean, metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize)
+  secure = fedprox.build_fedprox_process(synthetic_regression.model_fn, _MU, sgd(),
+                                         count_factory=tff.aggregators.SecureSumFactory(1, 0), **arguments)
+  privacy.assert_client_values_aggregated_securely(secure.next)
+  plain_counts = fedprox.build_fedprox_process(synthetic_regression.model_fn, _MU, sgd(), **arguments)
+  assert [a.client_value_type for a in privacy.plain_client_aggregations(plain_counts.next)] == ['int32[2]']
+  secure_output = secure.next(secure.initialize(), client_datasets)
+  plain_output = plain_counts.next(plain_counts.initialize(), client_datasets)
+  for output in (secure_output, plain_output):
+    assert output.metrics['client_work']['num_nonfinite_updates'] == 1
+    assert output.metrics['client_work']['num_empty_datasets'] == 1
+  finite = arrays[:1] + arrays[2:]
+  for process, output in ((secure, secure_output), (plain_counts, plain_output)):
+    np.testing.assert_allclose(process.get_model_weights(output.state).trainable[0],
+                               numpy_fedprox(finite, _MU, LEARNING_RATE, rounds=1), atol=1e-4)
 
 
 @pytest.mark.parametrize('kwargs, message', [

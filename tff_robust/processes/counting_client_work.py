@@ -77,8 +77,7 @@ def _build(training: _ClientTraining, client_flags: bool, count_factory) -> tff.
   """The client work of `training`: one `federated_map` per round, whose per-client computation trains and
   returns `<result, metric outputs, [dropped, empty]>`; measurements `train`, `num_nonfinite_updates`,
   `num_empty_datasets` (one `count_factory` sum)."""
-  counts_process = type_checks.sum_factory_or_default(count_factory, 'count_factory').create(
-      tff.TensorType(np.int32, [2]))
+  sum_counts = counts_summer(count_factory)
   state_type = training.initialize.type_signature.result
   client_data_type = (
       tff.StructType([training.dataset_type, tff.SequenceType(np.bool_)]) if client_flags else training.dataset_type
@@ -112,17 +111,36 @@ def _build(training: _ClientTraining, client_flags: bool, count_factory) -> tff.
     if training.state_at_clients:
       client_arguments = (tff.federated_broadcast(state),) + client_arguments
     result, outputs, counts = tff.federated_map(client_computation, client_arguments)
-    counts = tff.federated_map(_unstacked_counts(), counts_process.next(counts_process.initialize(), counts).result)
+    num_nonfinite_updates, num_empty_datasets = sum_counts(counts)
     measurements = collections.OrderedDict(
         train=training.aggregate_metrics(outputs),
-        num_nonfinite_updates=counts[0],
-        num_empty_datasets=counts[1],
+        num_nonfinite_updates=num_nonfinite_updates,
+        num_empty_datasets=num_empty_datasets,
     )
     return tff.templates.MeasuredProcessOutput(state, result, tff.federated_zip(measurements))
 
   return tff.learning.templates.ClientWorkProcess(
       training.initialize, next_fn, get_hparams_fn=training.get_hparams, set_hparams_fn=training.set_hparams
   )
+
+
+def counts_summer(count_factory: Optional[tff.aggregators.UnweightedAggregationFactory]) -> Callable:
+  """A function of the clients' int32 [2] 0/1 counts, to be called in a federated computation, that returns the
+  two sums at the server, (sum of the first entries, sum of the second), summed at once by `count_factory`
+  (`tff.aggregators.SumFactory()` if None; `tff.aggregators.SecureSumFactory(1, 0)` keeps every count secret).
+
+  Raises:
+    TypeError: for a `count_factory` that is not an unweighted aggregation factory.
+  """
+  counts_process = type_checks.sum_factory_or_default(count_factory, 'count_factory').create(
+      tff.TensorType(np.int32, [2]))
+
+  def sum_counts(counts_at_clients):
+    summed = counts_process.next(counts_process.initialize(), counts_at_clients).result
+    counts = tff.federated_map(_unstacked_counts(), summed)
+    return counts[0], counts[1]
+
+  return sum_counts
 
 
 @functools.cache

@@ -32,12 +32,14 @@ def build_fedprox_client_work(
     proximal_strength: float,
     client_weighting: tff.learning.ClientWeighting,
     metrics_aggregator,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """The client step of FedProx (module docstring) as a stateless `ClientWorkProcess`.
 
   A client whose update or weight has a NaN or Inf entry is left out as in TFF's model-delta client work
   (zero update, weight 0, metrics reset) and counted in `num_nonfinite_updates`; `num_empty_datasets`
-  counts clients without data. `train` is `metrics_aggregator` over the cohort's model metrics.
+  counts clients without data; `count_factory` sums the two counts (`stateless_client_work`). `train` is
+  `metrics_aggregator` over the cohort's model metrics.
 
   `proximal_strength` may be negative here (`build_fedprox_process` takes mu >= 0): at -mu this client work,
   composed with FedAvg's parts, is TFF 0.87's `build_weighted_fed_prox` at mu (`tests/processes/test_fedprox.py`).
@@ -58,7 +60,7 @@ def build_fedprox_client_work(
     return stateless_client_work.client_result(trained, global_trainable, num_examples, metrics, dataset,
                                                client_weighting)
 
-  return stateless_client_work.build(client_update, weights_type, data_type, metrics_aggregation_fn)
+  return stateless_client_work.build(client_update, weights_type, data_type, metrics_aggregation_fn, count_factory)
 
 
 def build_fedprox_process(
@@ -70,6 +72,7 @@ def build_fedprox_process(
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator=None,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> tff.learning.templates.LearningProcess:
   """Builds FedProx (module docstring) with `build_weighted_fed_prox`'s arguments (its client work has no state).
 
@@ -81,10 +84,14 @@ def build_fedprox_process(
     client_weighting: `tff.learning.ClientWeighting.NUM_EXAMPLES` (n_k, the default) or `UNIFORM`.
     model_aggregator: a `WeightedAggregationFactory`; defaults to `tff.aggregators.MeanFactory()`.
     metrics_aggregator: defaults to `tff.learning.metrics.sum_then_finalize`.
+    count_factory: sums the client work's 0/1 counts (below); defaults to `tff.aggregators.SumFactory()`. With
+      `tff.aggregators.SecureSumFactory(1, 0)`, a secure `model_aggregator` and
+      `metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize`, every client value reaches the server
+      through a secure sum (`privacy.assert_client_values_aggregated_securely(process.next)`).
 
   Returns:
     A `tff.learning.templates.LearningProcess`; its metrics `client_work/num_nonfinite_updates` count the
-    clients left out of a round for a non-finite update.
+    clients left out of a round for a non-finite update, `client_work/num_empty_datasets` those without data.
 
   Raises:
     ValueError: for a proximal strength or client weighting outside the allowed values.
@@ -96,6 +103,6 @@ def build_fedprox_process(
       server_optimizer_fn, model_aggregator, metrics_aggregator
   )
   client_work = build_fedprox_client_work(
-      model_fn, client_optimizer_fn, proximal_strength, client_weighting, metrics_aggregator
+      model_fn, client_optimizer_fn, proximal_strength, client_weighting, metrics_aggregator, count_factory
   )
   return composition.compose_with_fedavg_parts(model_fn, client_work, model_aggregator, server_optimizer_fn)

@@ -4,7 +4,9 @@ Both train locally from the broadcast global model G (`local_training.train_loca
 G - w with weight n_k (examples trained on, `NUM_EXAMPLES`) or 1 (`UNIFORM`). As in TFF's model-delta client
 work, a client whose update or weight has a NaN or Inf entry is left out (zero update, weight 0, metrics reset)
 and counted in `num_nonfinite_updates`; `num_empty_datasets` counts clients without data; `train` is the
-metrics aggregator over the cohort's model metrics. The client works keep no state.
+metrics aggregator over the cohort's model metrics. The client works keep no state. The two counts leave each
+client as one int32 [2] of 0/1, summed by `count_factory` (`counting_client_work.counts_summer`: plain by
+default, secret with `tff.aggregators.SecureSumFactory(1, 0)`).
 """
 
 import collections
@@ -16,6 +18,7 @@ import tensorflow_federated as tff
 from tff_robust.aggregators import federated_counting
 from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import structure_math
+from tff_robust.processes import counting_client_work
 
 
 def client_result(
@@ -27,7 +30,8 @@ def client_result(
     client_weighting: tff.learning.ClientWeighting,
     flag: Optional[tf.Tensor] = None,
 ):
-  """(ClientResult, metrics, left out, empty dataset) of a client that trained `global_trainable` into `trained`.
+  """(ClientResult, metrics, [left out, empty dataset] as int32 0/1) of a client that trained `global_trainable`
+  into `trained`.
 
   The update is G - w (TFF's sign: applied as a gradient), leaving as `<update, flag>` when `flag` is given (the
   shape `counting_client_work` gives with `client_flags=True`).
@@ -41,7 +45,7 @@ def client_result(
   result = tff.learning.templates.ClientResult(update=update if flag is None else (update, flag),
                                                update_weight=weight)
   empty = federated_counting.is_empty_after(dataset, result)
-  return result, structure_math.zeros_where(left_out, metrics), left_out, empty
+  return result, structure_math.zeros_where(left_out, metrics), tf.stack([tf.cast(left_out, tf.int32), empty])
 
 
 def build(
@@ -49,9 +53,12 @@ def build(
     weights_type: tff.Type,
     client_data_type: tff.Type,
     metrics_aggregation_fn: Callable,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """The stateless `ClientWorkProcess` mapping `client_update` (global weights, client data -> `client_result`'s
-  four values) over the cohort, with the `train`, `num_nonfinite_updates` and `num_empty_datasets` measurements."""
+  three values) over the cohort, with the `train`, `num_nonfinite_updates` and `num_empty_datasets` measurements
+  (the last two summed by `count_factory`, module docstring)."""
+  sum_counts = counting_client_work.counts_summer(count_factory)
 
   @tff.federated_computation()
   def init_fn():
@@ -63,11 +70,12 @@ def build(
       tff.FederatedType(client_data_type, tff.CLIENTS),
   )
   def next_fn(state, model_weights, client_data):
-    result, model_metrics, left_out, empty = tff.federated_map(client_update, (model_weights, client_data))
+    result, model_metrics, counts = tff.federated_map(client_update, (model_weights, client_data))
+    num_nonfinite_updates, num_empty_datasets = sum_counts(counts)
     measurements = collections.OrderedDict(
         train=metrics_aggregation_fn(model_metrics),
-        num_nonfinite_updates=federated_counting.count_flagged_clients(left_out),
-        num_empty_datasets=tff.federated_sum(empty),
+        num_nonfinite_updates=num_nonfinite_updates,
+        num_empty_datasets=num_empty_datasets,
     )
     return tff.templates.MeasuredProcessOutput(state, result, tff.federated_zip(measurements))
 

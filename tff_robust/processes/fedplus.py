@@ -75,6 +75,7 @@ def build_fedplus_process(
     model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     server_optimizer_fn: Optional[tff.learning.optimizers.Optimizer] = None,
     metrics_aggregator=tff.learning.metrics.sum_then_finalize,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> stateful_clients.StatefulClientProcess:
   """Builds Fed+ (Algorithm 1) as a `StatefulClientProcess`; client state = the local model's trainables.
 
@@ -91,6 +92,10 @@ def build_fedplus_process(
     model_aggregator: replaces the variant's server step (e.g. RFA's geometric median, Table 1).
     server_optimizer_fn: applied to the aggregate; defaults to SGD with learning rate 1 (w~ = A(W)).
     metrics_aggregator: as for `tff.learning.algorithms.build_weighted_fed_avg`.
+    count_factory: sums the client work's non-finite and empty-dataset counts (`stateful_clients`); with
+      `tff.aggregators.SecureSumFactory(1, 0)`, a secure `model_aggregator` and secure metrics, every client value
+      reaches the server through a secure sum (e.g. `model_aggregator=delta_median.DeltaMedianFactory(...,
+      sum_factory=<a secure sum>)` for FedGeoMed+ or FedCoMed+).
 
   Returns:
     A `StatefulClientProcess`; a client's personal model is its local model w_k.
@@ -138,4 +143,5 @@ def build_fedplus_process(
           trainable=list(local), non_trainable=list(global_weights.non_trainable)
       ),
       metrics_aggregator=metrics_aggregator,
+      count_factory=count_factory,
   )

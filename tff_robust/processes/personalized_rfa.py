@@ -36,6 +36,7 @@ def build_personalized_rfa_process(
     mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     metrics_aggregator=tff.learning.metrics.sum_then_finalize,
     personal_optimizer_fn: Optional[tff.learning.optimizers.Optimizer] = None,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> stateful_clients.StatefulClientProcess:
   """Builds personalized RFA; client state = the personal offset u_i (the trainable weights' structure).
 
@@ -49,13 +50,18 @@ def build_personalized_rfa_process(
     metrics_aggregator: as for `tff.learning.algorithms.build_weighted_fed_avg`; the metrics cover both
       local steps.
     personal_optimizer_fn: the personal step's optimizer; None (the paper): `client_optimizer_fn`.
+    count_factory: sums the 0/1 counts of the client work (`stateful_clients`) and of the geometric median
+      (`rfa.rfa_aggregator`); with `tff.aggregators.SecureSumFactory(1, 0)`, a secure `mean_factory` and secure
+      metrics, every client value reaches the server through a secure sum.
 
   Returns:
     A `StatefulClientProcess`; a client's personal model is w + u_i.
   """
   if personal_optimizer_fn is None:
     personal_optimizer_fn = client_optimizer_fn
-  aggregator = rfa.rfa_aggregator(num_passes=num_passes, smoothing=smoothing, mean_factory=mean_factory)
+  aggregator = rfa.rfa_aggregator(
+      num_passes=num_passes, smoothing=smoothing, mean_factory=mean_factory, count_factory=count_factory
+  )
   if server_optimizer_fn is None:
     server_optimizer_fn = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
 
@@ -83,4 +89,5 @@ def build_personalized_rfa_process(
           non_trainable=list(global_weights.non_trainable),
       ),
       metrics_aggregator=metrics_aggregator,
+      count_factory=count_factory,
   )

@@ -17,7 +17,7 @@ zeros (TFF resets them); besides, it keeps its previous state, so that one bad v
 """
 
 import collections
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -26,6 +26,7 @@ import tensorflow_federated as tff
 from tff_robust.aggregators import federated_counting
 from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import structure_math
+from tff_robust.processes import counting_client_work
 from tff_robust.processes import model_types
 
 
@@ -45,7 +46,9 @@ class StatefulClientProcess(tff.templates.IterativeProcess):
     - `initial_client_state(state)`: the state of a client before its first visit, from the server state
       (e.g. the initial global model: Fed+ Algorithm 1, line 2);
     - `personal_model_weights(global_weights, client_state)`: the model a client predicts with;
-    - `set_model_weights(state, model_weights)`: the state with another global model (e.g. drawn per seed).
+    - `set_model_weights(state, model_weights)`: the state with another global model (e.g. drawn per seed);
+    - `next_computation`: the federated computation `next` calls, e.g. for
+      `privacy.assert_client_values_aggregated_securely`.
   """
 
   def __init__(self, initialize_fn, next_fn, *, get_model_weights, initial_client_state,
@@ -65,6 +68,12 @@ class StatefulClientProcess(tff.templates.IterativeProcess):
       )
     state, client_states, metrics = super().next(state, client_data, client_states)
     return StatefulClientOutput(state, list(client_states), metrics)
+
+  @property
+  def next_computation(self) -> tff.Computation:
+    """The federated computation (state, client data, client states) -> (state, client states, metrics) that
+    `next` calls."""
+    return super().next
 
   def get_model_weights(self, state) -> tff.learning.models.ModelWeights:
     """The global model of the server `state`."""
@@ -93,6 +102,7 @@ def build_stateful_client_process(
     initial_client_state: Callable,
     personal_model_weights: Callable,
     metrics_aggregator=tff.learning.metrics.sum_then_finalize,
+    count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> StatefulClientProcess:
   """Builds the round above from an algorithm's client update.
 
@@ -109,6 +119,8 @@ def build_stateful_client_process(
     initial_client_state: Python callable server state -> a client's state before its first visit.
     personal_model_weights: Python callable (global `ModelWeights`, client state) -> `ModelWeights`.
     metrics_aggregator: as for `tff.learning.algorithms.build_weighted_fed_avg`.
+    count_factory: sums the two 0/1 counts below, one int32 [2] a client (`counting_client_work.counts_summer`):
+      `tff.aggregators.SumFactory()` if None, `tff.aggregators.SecureSumFactory(1, 0)` to keep them secret.
 
   Returns:
     A `StatefulClientProcess`. Server state: `global_model_weights`, `aggregator`, `finalizer`. Metrics:
@@ -123,7 +135,7 @@ def build_stateful_client_process(
   @tff.tensorflow.computation(weights_type, client_state_type, data_type)
   def client_step(global_weights, client_state, dataset):
     """`client_update`, then: a non-finite (update, weight, new state) becomes (zeros, 0, the previous state)
-    with zero metrics; also 1 if left out, 1 if the dataset is empty (`federated_counting.is_empty_after`)."""
+    with zero metrics; also [1 if left out, 1 if the dataset is empty] (`federated_counting.is_empty_after`)."""
     update, weight, new_client_state, model_metrics = client_update(global_weights, client_state, dataset)
     update, weight, left_out = nonfinite.leave_out_if_nonfinite(update, weight, new_client_state)
     kept_state = tf.nest.pack_sequence_as(new_client_state, [
@@ -135,9 +147,11 @@ def build_stateful_client_process(
         weight,
         kept_state,
         structure_math.zeros_where(left_out, model_metrics),
-        tf.cast(left_out, tf.int32),
-        federated_counting.is_empty_after(dataset, (update, weight, kept_state)),
+        tf.stack([tf.cast(left_out, tf.int32),
+                  federated_counting.is_empty_after(dataset, (update, weight, kept_state))]),
     )
+
+  sum_counts = counting_client_work.counts_summer(count_factory)
 
   aggregator = aggregator_factory.create(client_step.type_signature.result[0], tff.TensorType(np.float32))
   finalizer = tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer, weights_type)
@@ -169,10 +183,11 @@ def build_stateful_client_process(
     new_state = tff.federated_zip(collections.OrderedDict(
         global_model_weights=finalized.result, aggregator=aggregated.state, finalizer=finalized.state,
     ))
+    num_nonfinite_updates, num_empty_datasets = sum_counts(outputs[4])
     metrics = tff.federated_zip(collections.OrderedDict(
         client_work=tff.federated_zip(collections.OrderedDict(
-            train=metrics_aggregation_fn(model_metrics), num_nonfinite_updates=tff.federated_sum(outputs[4]),
-            num_empty_datasets=tff.federated_sum(outputs[5]),
+            train=metrics_aggregation_fn(model_metrics), num_nonfinite_updates=num_nonfinite_updates,
+            num_empty_datasets=num_empty_datasets,
         )),
         aggregator=aggregated.measurements,
         finalizer=finalized.measurements,

@@ -264,34 +264,28 @@ def test_gradient_and_sign_processes_count_hostile_clients_and_an_all_nan_round(
   np.testing.assert_array_equal(_all_models(process, output.state), moved, err_msg=name)
 
 
+
 _SECURE_MEAN = tff.aggregators.MeanFactory(
     tff.aggregators.SecureSumFactory(1e3), tff.aggregators.SecureSumFactory(1e3, 0.0), no_nan_division=True)
-_SECURE_STATEFUL_PROCESSES = {  # name -> builder taking the count_factory
-    'fedplus_avg': lambda count: fedplus.build_fedplus_process(
+_SECURE_STATEFUL_PROCESSES = {  # name -> (builder taking the count_factory, expected metrics after the round)
+    'fedplus_avg': (lambda count: fedplus.build_fedplus_process(
         small_model.model_fn, _sgd(), variant='avg', sigma=1.0, model_aggregator=_SECURE_MEAN, count_factory=count,
-        metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize),
-    'personalized_rfa': lambda count: personalized_rfa.build_personalized_rfa_process(
-        small_model.model_fn, _sgd(), mean_factory=_SECURE_MEAN, count_factory=count,
-        metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize),
+        metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize), _TFF_CLIENT_WORK),
+    'personalized_rfa': (lambda count: personalized_rfa.build_personalized_rfa_process(  # 1 pass: each traces
+        small_model.model_fn, _sgd(), num_passes=1, mean_factory=_SECURE_MEAN, count_factory=count,
+        metrics_aggregator=tff.learning.metrics.secure_sum_then_finalize), _ROBUST_AGGREGATOR_SEES_NONE),
 }
 
 
 @pytest.mark.parametrize('name', sorted(_SECURE_STATEFUL_PROCESSES))
-def test_with_secure_counts_a_stateful_process_sums_every_client_value_securely_and_counts_as_the_plain_one(name):
+def test_with_secure_counts_a_stateful_process_sums_every_client_value_securely_and_counts_hostile_clients(name):
   """`count_factory=SecureSumFactory(1, 0)` with a secure mean and secure metrics: no client value reaches the
-  server but through a secure sum; without it the counts (int32 [2] a client, and the geometric median's int32)
-  are the plain sums left; a hostile round counts and trains alike either way."""
-  secure, plain = (_SECURE_STATEFUL_PROCESSES[name](count) for count in (tff.aggregators.SecureSumFactory(1, 0), None))
-  privacy.assert_client_values_aggregated_securely(secure.next_computation)
-  assert {a.client_value_type for a in privacy.plain_client_aggregations(plain.next_computation)} <= {'int32',
-                                                                                                     'int32[2]'}
-  state = secure.initialize()  # one initial model for both (the same server state: the counts' sums keep none)
-  client_states = [secure.initial_client_state(state) for _ in _COHORT]
-  outputs = [process.next(state, _cohort_data(0), client_states) for process in (secure, plain)]
-  (secure_output, secure_process), (plain_output, _) = zip(outputs, (secure, plain))
-  for output in (secure_output, plain_output):
-    counts = _counts(output.metrics)
-    assert counts['client_work/num_nonfinite_updates'] == len(_NONFINITE), name
-    assert counts['client_work/num_empty_datasets'] == _COHORT.count('empty'), name
-  np.testing.assert_allclose(_flat(secure_process.get_model_weights(secure_output.state).trainable),
-                             _flat(plain.get_model_weights(plain_output.state).trainable), atol=1e-4)
+  server but through a secure sum (without `count_factory`, the counts are plain sums: the test fails if the
+  builder drops it), and a hostile round stays finite, trains and counts as the plain processes above do."""
+  build, expected = _SECURE_STATEFUL_PROCESSES[name]
+  process = build(tff.aggregators.SecureSumFactory(1, 0))
+  privacy.assert_client_values_aggregated_securely(process.next_computation)
+  state = process.initialize()
+  output = process.next(state, _cohort_data(0), [process.initial_client_state(state) for _ in _COHORT])
+  _check_round(name, output.metrics, expected, _flat(process.get_model_weights(output.state).trainable),
+               _flat(process.get_model_weights(state).trainable))

@@ -33,7 +33,8 @@ def test_a_directory_or_several_files_get_xdist_s_default(args):
 
 def test_importing_the_conftest_imports_no_tensorflow():
   """The xdist controller imports tests/conftest.py and runs no test: TensorFlow there is ~5 s of CPU for nothing."""
-  probe = 'import sys, tests.conftest; print(sorted(m for m in ("tensorflow", "tensorflow_federated") if m in sys.modules))'
+  probe = ('import sys, tests.conftest; '
+           'print(sorted(m for m in ("tensorflow", "tensorflow_federated") if m in sys.modules))')
   result = subprocess.run([sys.executable, '-c', probe], cwd=REPO, capture_output=True, text=True, timeout=120,
                           check=True)
   assert result.stdout.strip() == '[]'

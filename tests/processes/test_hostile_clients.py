@@ -264,7 +264,6 @@ def test_gradient_and_sign_processes_count_hostile_clients_and_an_all_nan_round(
   np.testing.assert_array_equal(_all_models(process, output.state), moved, err_msg=name)
 
 
-
 _SECURE_MEAN = tff.aggregators.MeanFactory(
     tff.aggregators.SecureSumFactory(1e3), tff.aggregators.SecureSumFactory(1e3, 0.0), no_nan_division=True)
 _SECURE_STATEFUL_PROCESSES = {  # name -> (builder taking the count_factory, expected metrics after the round)

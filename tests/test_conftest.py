@@ -1,6 +1,5 @@
 """tests/conftest.py's choice of pytest-xdist workers for pytest.ini's `-n auto`, and what importing it costs."""
 
-import os
 import subprocess
 import sys
 import types
@@ -8,8 +7,7 @@ import types
 import pytest
 
 from tests import conftest
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests import fork_server
 
 
 @pytest.mark.parametrize('args', [
@@ -35,6 +33,6 @@ def test_importing_the_conftest_imports_no_tensorflow():
   """The xdist controller imports tests/conftest.py and runs no test: TensorFlow there is ~5 s of CPU for nothing."""
   probe = ('import sys, tests.conftest; '
            'print(sorted(m for m in ("tensorflow", "tensorflow_federated") if m in sys.modules))')
-  result = subprocess.run([sys.executable, '-c', probe], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          check=True)
+  result = subprocess.run([sys.executable, '-c', probe], cwd=fork_server.REPO, capture_output=True, text=True,
+                          timeout=120, check=True)
   assert result.stdout.strip() == '[]'

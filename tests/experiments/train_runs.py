@@ -73,9 +73,9 @@ def train_here(tmp_path, *flags, name='run') -> subprocess.CompletedProcess:
   try:
     absl_flags.FLAGS(['train', *args])
     with mock.patch.object(execution_context, 'set_local_execution_context', lambda **kwargs: None), \
-        mock.patch.object(execution_context, 'stop_local_execution_context', lambda: None):
-      with contextlib.redirect_stdout(stdout):
-        status, stderr = train.main(['train']), ''
+        mock.patch.object(execution_context, 'stop_local_execution_context', lambda: None), \
+        contextlib.redirect_stdout(stdout):
+      status, stderr = train.main(['train']), ''
   except train_flags.Refusal as refusal:
     status, stderr = exit_statuses.REFUSED, f'error: {refusal}'
   finally:

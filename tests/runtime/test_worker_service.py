@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import time
 
+import grpc
 import numpy as np
 import pytest
 import tensorflow_federated as tff
@@ -137,3 +138,45 @@ def test_driver_credentials_that_cannot_serve_are_refused_by_name(certificates, 
   with pytest.raises(ValueError, match='client.key does not match client.pem'):
     execution_context.set_remote_execution_context(['localhost:1'], credentials_dir=str(mismatched))
 
+
+class _Unavailable(grpc.RpcError):
+  def __init__(self, details: str):
+    super().__init__()
+    self._details = details
+
+  def code(self):
+    return grpc.StatusCode.UNAVAILABLE
+
+  def details(self):
+    return self._details
+
+
+class _FailingChannel:
+  """A channel every call of which fails UNAVAILABLE with `details`, as gRPC's does when it cannot connect."""
+
+  def __init__(self, last_error: str):
+    self._details = f'failed to connect to all addresses; last error: UNAVAILABLE: {last_error}'
+
+  def unary_unary(self, method):
+    del method
+
+    def call(request, timeout):
+      del request, timeout
+      raise _Unavailable(self._details)
+
+    return call
+
+
+# gRPC's last errors (seen 2026-12-05): the relay's refusal reaches the driver as a close, or as a reset when the
+# driver's first bytes were still unread at the close (the test above saw resets in ~1 of 6 runs and waited for a
+# close, 24 s once); a service on 127.0.0.1 dialled as `localhost` refuses the IPv6 address.
+@pytest.mark.parametrize('last_error', ['ipv4:127.0.0.1:7: Socket closed',
+                                        'ipv4:127.0.0.1:7: recvmsg:Connection reset by peer'])
+def test_a_close_or_a_reset_during_the_handshake_is_the_workers_refusal(last_error):
+  with pytest.raises(worker_channels.WorkerCertificateError, match='closed the connection during the TLS handshake'):
+    worker_channels.check_handshake(_FailingChannel(last_error), 'localhost:7')
+
+
+def test_a_refused_connect_is_waited_out_not_called_a_refusal():
+  last_error = 'ipv6:%5B::1%5D:7: Failed to connect to remote host: connect: Connection refused (111)'
+  assert worker_channels.check_handshake(_FailingChannel(last_error), 'localhost:7') is None

@@ -23,7 +23,9 @@ _PROBE_METHOD = '/tff_robust.ConnectionCheck/Probe'
 _PROBE_TIMEOUT_SECONDS = 2.0
 _NOT_TLS = 'WRONG_VERSION_NUMBER'  # the peer answered the TLS client hello with something else
 _OUR_CHECK_FAILED = ('Ssl handshake failed', 'Peer name', 'certificate')  # gRPC's words when the worker fails ours
-_REFUSED_BY_WORKER = 'Socket closed'  # the relay closes a connection whose client certificate it refuses
+# The relay closes a connection whose client certificate it refuses: gRPC sees the close, or a reset when the close
+# found the client's first bytes unread (TLS 1.3: the client writes before the relay has checked its certificate).
+_REFUSED_BY_WORKER = ('Socket closed', 'Connection reset by peer')
 
 
 class WorkerCertificateError(ConnectionError):
@@ -60,7 +62,7 @@ def check_handshake(channel: grpc.Channel, address: str) -> None:
     raise WorkerCertificateError(
         f'the TFF worker at {address} failed this driver\'s TLS check ({details}): its certificate must be signed by '
         f'{worker_tls.CA_FILE} and name the host of the address')
-  if _REFUSED_BY_WORKER in details:
+  if any(words in details for words in _REFUSED_BY_WORKER):
     raise WorkerCertificateError(
         f'the TFF worker at {address} closed the connection during the TLS handshake ({details}): it refused this '
         f'driver\'s {worker_tls.CLIENT_CERT_FILE}, not signed by the authority of its --tls_client_ca (its log says '

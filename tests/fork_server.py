@@ -49,12 +49,12 @@ import threading
 import time
 from typing import Optional
 
+from tests import repository
 from tests.simulation import proc_files
 from tff_robust.runtime import worker_launcher
 
 ENVIRONMENT_VARIABLE = 'TFF_ROBUST_TEST_FORK_SERVER'
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_PRELOAD_SOURCE = os.path.join(REPO, 'experiments', 'train_program.py')
+_PRELOAD_SOURCE = os.path.join(repository.ROOT, 'experiments', 'train_program.py')
 _PER_TEST_VARIABLES = ('PYTEST_CURRENT_TEST',)  # set by pytest for each test phase; nothing reads it at import
 _START_TIMEOUT_SECONDS = 600.0
 _LEFTOVER_GRACE_SECONDS = 5.0  # a run's worker dies with it (PR_SET_DEATHSIG), not at the same instant
@@ -99,7 +99,7 @@ class ForkServer:
       self._process = subprocess.Popen(
           [sys.executable, '-m', 'tests.fork_server', f'--parent_pid={os.getpid()}',
            f'--connection_fd={server_end.fileno()}'],
-          cwd=REPO, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+          cwd=repository.ROOT, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
           pass_fds=(server_end.fileno(),), env=self.environment,
       )
     finally:
@@ -177,7 +177,7 @@ def run(module: str, args, *, cwd, env, timeout: Optional[float] = None) -> subp
   return _server.run(module, args, cwd=cwd, env=env, timeout=timeout)
 
 
-def python_m(module: str, args, *, cwd: str = REPO, timeout: Optional[float] = 600) -> subprocess.CompletedProcess:
+def python_m(module: str, args, *, cwd=repository.ROOT, timeout: Optional[float] = 600) -> subprocess.CompletedProcess:
   """What `subprocess.run([sys.executable, '-m', module, *args], cwd=cwd, capture_output=True, text=True,
   timeout=timeout)` gives, with the test process's environment: forked from the session's server when `enabled()`
   (no 5-9 s of TensorFlow imports per run), else a fresh interpreter.

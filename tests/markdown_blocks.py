@@ -14,8 +14,9 @@ import re
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-DOCUMENTS = [REPO / 'README.md', *sorted((REPO / 'docs').rglob('*.md'))]
+from tests import repository
+
+DOCUMENTS = [repository.ROOT / 'README.md', *sorted((repository.ROOT / 'docs').rglob('*.md'))]
 PYTHON = ('python', 'py', 'python3')
 SHELL = ('bash', 'sh', 'shell', 'console')
 _MARKER = re.compile(r'^<!-- (not run|slow): (.+) -->$')

@@ -2,9 +2,9 @@
 
 import ast
 import os
-import pathlib
 
-_REPO = pathlib.Path(__file__).resolve().parent.parent
+from tests import repository
+
 _SOURCE_DIRS = ('tff_robust', 'experiments', 'tests', 'benchmarks', 'scripts')
 
 
@@ -20,15 +20,15 @@ def _targets():
       load=lambda *args: None, package=lambda **kwargs: None, licenses=lambda *args: None,
       py_library=rule('py_library'), py_binary=rule('py_binary'), py_test=rule('py_test'),
   )
-  exec(compile((_REPO / 'BUILD').read_text(), 'BUILD', 'exec'), namespace)  # Starlark subset == Python
+  exec(compile((repository.ROOT / 'BUILD').read_text(), 'BUILD', 'exec'), namespace)  # Starlark subset == Python
   return targets
 
 
 def _python_files():
   return sorted(
-      str(path.relative_to(_REPO))
+      str(path.relative_to(repository.ROOT))
       for directory in _SOURCE_DIRS
-      for path in (_REPO / directory).rglob('*.py')
+      for path in (repository.ROOT / directory).rglob('*.py')
       if '__pycache__' not in path.parts
   )
 
@@ -46,7 +46,7 @@ def test_every_python_file_is_in_exactly_one_target():
       owners[source] = name
   missing = [path for path in _python_files() if path not in owners]
   assert not missing, f'Python files without a BUILD target: {missing}'
-  stale = [source for source in owners if not (_REPO / source).exists()]
+  stale = [source for source in owners if not (repository.ROOT / source).exists()]
   assert not stale, f'BUILD lists files that do not exist: {stale}'
 
 
@@ -65,7 +65,7 @@ def test_every_internal_import_is_a_declared_dependency():
   for name, target in targets.items():
     deps = {dep.lstrip(':') for dep in target.get('deps', [])}
     assert deps <= set(targets), f'{name} depends on unknown targets {deps - set(targets)}'
-    tree = ast.parse((_REPO / target['srcs'][0]).read_text())
+    tree = ast.parse((repository.ROOT / target['srcs'][0]).read_text())
     for node in ast.walk(tree):
       imported = []
       if isinstance(node, ast.Import):

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from tests import conftest
-from tests import fork_server
+from tests import repository
 
 
 @pytest.mark.parametrize('args', [
@@ -33,6 +33,6 @@ def test_importing_the_conftest_imports_no_tensorflow():
   """The xdist controller imports tests/conftest.py and runs no test: TensorFlow there is ~5 s of CPU for nothing."""
   probe = ('import sys, tests.conftest; '
            'print(sorted(m for m in ("tensorflow", "tensorflow_federated") if m in sys.modules))')
-  result = subprocess.run([sys.executable, '-c', probe], cwd=fork_server.REPO, capture_output=True, text=True,
+  result = subprocess.run([sys.executable, '-c', probe], cwd=repository.ROOT, capture_output=True, text=True,
                           timeout=120, check=True)
   assert result.stdout.strip() == '[]'

@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from tests import markdown_blocks
+from tests import repository
 from tests import test_readme_examples
 
 # Commands of the documents that CI (.ci/run) runs as written.
@@ -53,7 +54,7 @@ def test_the_documents_have_python_and_shell_blocks():
 def test_every_block_is_run_or_marked_not_run_with_a_reason():
   problems = []
   for block in _all_blocks():
-    where = f'{block.path.relative_to(markdown_blocks.REPO)}:{block.line}'
+    where = f'{block.path.relative_to(repository.ROOT)}:{block.line}'
     if block.language in markdown_blocks.PYTHON or block.marker == 'not run':
       continue  # Python blocks all run (the child pytest), unless marked
     if block.language in markdown_blocks.SHELL:
@@ -79,7 +80,7 @@ def _run_python_blocks(selection: str) -> subprocess.CompletedProcess:
   return subprocess.run(
       [sys.executable, '-m', 'pytest', '--markdown-docs', '-p', 'tests.markdown_blocks', 'README.md', 'docs',
        '-n', '0', '-p', 'no:cacheprovider', '-m', selection, '-s', '-rs'],
-      cwd=markdown_blocks.REPO, capture_output=True, text=True, timeout=900,
+      cwd=repository.ROOT, capture_output=True, text=True, timeout=900,
       env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '1'},
   )
 

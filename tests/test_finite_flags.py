@@ -11,15 +11,14 @@ import ast
 import json
 import math
 import os
-import pathlib
 
 from absl import flags
 import pytest
 
 from tests import fork_server
+from tests import repository
 from tff_robust.command_line import finite_flags
 
-_REPO = pathlib.Path(__file__).resolve().parent.parent
 # The binaries issue 34 names; `_binaries` must find at least these.
 _KNOWN_BINARIES = (
     'experiments.train', 'experiments.robustness_sweep', 'experiments.superquantile_tables',
@@ -41,11 +40,11 @@ def _binaries() -> dict:
   """{module: its syntax tree} of every module that runs as a binary with absl flags."""
   found = {}
   for package in ('experiments', 'benchmarks', 'tff_robust'):
-    for path in (_REPO / package).rglob('*.py'):
+    for path in (repository.ROOT / package).rglob('*.py'):
       tree = ast.parse(path.read_text())
       uses_absl = any(isinstance(node, ast.ImportFrom) and node.module == 'absl' for node in tree.body)
       if _main_block(tree) is not None and uses_absl:
-        found['.'.join(path.relative_to(_REPO).with_suffix('').parts)] = tree
+        found['.'.join(path.relative_to(repository.ROOT).with_suffix('').parts)] = tree
   return found
 
 
@@ -80,7 +79,7 @@ def test_every_binary_parses_its_command_line_with_the_finite_check(binary):
 
 def _probe(binary: str) -> dict:
   """{'--flag=value': [exit status, stderr]} of `tests.finite_flag_probe` in a process of the binary's own."""
-  result = fork_server.python_m('tests.finite_flag_probe', [binary], cwd=str(_REPO))
+  result = fork_server.python_m('tests.finite_flag_probe', [binary])
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.splitlines()[-1])
 
@@ -103,9 +102,8 @@ def test_the_sweeps_float_lists_are_among_the_checked_flags():
 
 def test_a_sweep_refuses_a_nan_learning_rate_before_it_starts(tmp_path):
   """The issue's case: `robustness_sweep --client_learning_rate=nan` started its sweep."""
-  result = fork_server.python_m(
-      'experiments.robustness_sweep', ['--client_learning_rate=nan', f'--root_output_dir={tmp_path}', '--total_rounds=1'],
-      cwd=str(_REPO))
+  result = fork_server.python_m('experiments.robustness_sweep',
+                                ['--client_learning_rate=nan', f'--root_output_dir={tmp_path}', '--total_rounds=1'])
   assert result.returncode == finite_flags.REFUSED, result.stderr[-3000:]
   assert result.stderr.splitlines() == ['error: --client_learning_rate=nan: must be a number, not NaN']
   assert not os.listdir(tmp_path)

@@ -7,18 +7,18 @@ themselves (each runs alone); what the tests import in-process must not.
 """
 
 import ast
-import pathlib
 import subprocess
 import sys
 
-_REPO = pathlib.Path(__file__).resolve().parent.parent
+from tests import repository
+
 _PACKAGES = ('benchmarks', 'experiments')
 
 
 def _modules_imported_by_tests() -> list[str]:
   """Every `benchmarks.x` / `experiments.x` module any test file imports, at module level or inside a function."""
   modules = set()
-  for path in (_REPO / 'tests').rglob('*.py'):
+  for path in (repository.ROOT / 'tests').rglob('*.py'):
     for node in ast.walk(ast.parse(path.read_text())):
       if isinstance(node, ast.ImportFrom) and node.module in _PACKAGES:
         modules.update(f'{node.module}.{alias.name}' for alias in node.names)
@@ -38,6 +38,6 @@ def test_the_scan_finds_the_runner_flags_and_a_benchmark_module():
 def test_every_module_the_tests_import_defines_its_flags_once_beside_the_others():
   modules = _modules_imported_by_tests()
   script = ''.join(f'import {module}\n' for module in modules)
-  result = subprocess.run([sys.executable, '-c', script], cwd=_REPO, capture_output=True, text=True, timeout=300,
-                          check=False)
+  result = subprocess.run([sys.executable, '-c', script], cwd=repository.ROOT, capture_output=True, text=True,
+                          timeout=300, check=False)
   assert result.returncode == 0, result.stderr[-3000:]

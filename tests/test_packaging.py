@@ -8,15 +8,15 @@ import sys
 
 import setuptools
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests import repository
 
 
 def _setup_arguments(monkeypatch) -> dict:
   """The keyword arguments setup.py passes to `setuptools.setup`, found by running it with `setup` replaced."""
   calls = []
   monkeypatch.setattr(setuptools, 'setup', lambda **kwargs: calls.append(kwargs))
-  monkeypatch.chdir(_REPO)  # find_packages() searches the working directory
-  runpy.run_path(os.path.join(_REPO, 'setup.py'), run_name='__main__')
+  monkeypatch.chdir(repository.ROOT)  # find_packages() searches the working directory
+  runpy.run_path(os.path.join(repository.ROOT, 'setup.py'), run_name='__main__')
   (arguments,), = [calls]
   return arguments
 
@@ -31,7 +31,7 @@ def test_only_tff_robust_packages_are_installed(monkeypatch):
 def test_the_runner_still_starts_from_the_checkout():
   result = subprocess.run(
       [sys.executable, '-c', 'import experiments.train, sys; print(experiments.train.__file__)'],
-      cwd=_REPO, capture_output=True, text=True, timeout=120,
+      cwd=repository.ROOT, capture_output=True, text=True, timeout=120,
   )
   assert result.returncode == 0, result.stderr[-2000:]
-  assert result.stdout.strip() == os.path.join(_REPO, 'experiments', 'train.py')
+  assert result.stdout.strip() == os.path.join(repository.ROOT, 'experiments', 'train.py')

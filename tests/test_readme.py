@@ -4,13 +4,13 @@ repository."""
 
 import json
 import os
-import pathlib
 import re
 import subprocess
 import sys
 
-_REPO = pathlib.Path(__file__).resolve().parent.parent
-_DOCUMENTS = [_REPO / 'README.md', *sorted((_REPO / 'docs').rglob('*.md'))]
+from tests import repository
+
+_DOCUMENTS = [repository.ROOT / 'README.md', *sorted((repository.ROOT / 'docs').rglob('*.md'))]
 _DOTTED_NAME = re.compile(r'\btff_robust(?:\.[A-Za-z_][A-Za-z0-9_]*)+')
 _MARKDOWN_LINK = re.compile(r'\]\(([^)\s]+)\)')
 _RELATIVE_PATH = re.compile(r'`((?:\.\./|\./)[^`\s]+)`')
@@ -39,7 +39,7 @@ def _resolve_names(names) -> dict:
   )
   result = subprocess.run(
       [sys.executable, '-c', script, json.dumps(list(names))],
-      cwd=_REPO, capture_output=True, text=True, timeout=600,
+      cwd=repository.ROOT, capture_output=True, text=True, timeout=600,
       env={**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'},
   )
   assert result.returncode == 0, result.stderr[-3000:]
@@ -63,7 +63,7 @@ def _paragraphs(text: str) -> list[list[str]]:
 
 def test_the_readme_is_short_and_its_paragraphs_too():
   """Issue 44: the README is the front door, at most 200 lines, no paragraph longer than 6 lines."""
-  text = (_REPO / 'README.md').read_text()
+  text = (repository.ROOT / 'README.md').read_text()
   assert len(text.splitlines()) <= 200
   assert [p[0] for p in _paragraphs(text) if len(p) > 6] == []
 
@@ -107,17 +107,17 @@ def test_every_relative_reference_resolves_inside_the_repository():
   unresolved = []
   for doc in _DOCUMENTS:
     links, paths = _relative_references(doc.read_text())
-    for reference, base in sorted([(link, doc.parent) for link in links] + [(path, _REPO) for path in paths]):
+    for reference, base in sorted([(link, doc.parent) for link in links] + [(path, repository.ROOT) for path in paths]):
       target = (base / reference).resolve()
-      if not target.is_relative_to(_REPO) or not target.exists():
-        unresolved.append(f'{doc.relative_to(_REPO)}: {reference}')
+      if not target.is_relative_to(repository.ROOT) or not target.exists():
+        unresolved.append(f'{doc.relative_to(repository.ROOT)}: {reference}')
   assert unresolved == []
 
 
 def _api_pages():
   """scripts/gen_api_pages.py, which generates the API reference at `mkdocs build`, imported by path."""
   import importlib.util  # pylint: disable=import-outside-toplevel
-  spec = importlib.util.spec_from_file_location('gen_api_pages', _REPO / 'scripts' / 'gen_api_pages.py')
+  spec = importlib.util.spec_from_file_location('gen_api_pages', repository.ROOT / 'scripts' / 'gen_api_pages.py')
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module
@@ -134,7 +134,8 @@ def test_the_api_reference_has_a_page_for_every_public_module():
                'tff_robust.tasks.digits', 'tff_robust.runtime.execution_context'):
     assert name in modules
   assert not [m for m in modules if any(part.startswith('_') for part in m.split('.'))]
-  sources = [p.relative_to(_REPO).with_suffix('').parts for p in (_REPO / 'tff_robust').rglob('*.py')]
+  sources = [path.relative_to(repository.ROOT).with_suffix('').parts
+             for path in (repository.ROOT / 'tff_robust').rglob('*.py')]
   sources = [parts[:-1] if parts[-1] == '__init__' else parts for parts in sources]
   assert set(modules) == {'.'.join(parts) for parts in sources if not any(p.startswith('_') for p in parts)}
 

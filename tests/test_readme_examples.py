@@ -9,7 +9,6 @@ end to end is `_RUN_BY`; the README's training commands themselves run in `tests
 
 import collections
 import json
-import pathlib
 import re
 import shlex
 import subprocess
@@ -18,8 +17,8 @@ import sys
 import pytest
 
 from tests import fork_server
+from tests import repository
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
 _PYTHON = '.venv/bin/python'
 _LOOP = re.compile(r'for (\w+) in ([^;]+);')
 
@@ -97,7 +96,7 @@ def test_the_command_reader_binds_loops_and_joins_continuations():
                              ('benchmarks.scaling', []), ('x.y', ['--n=$a'])]
 
 
-DOCUMENTS = [REPO / 'README.md', *sorted((REPO / 'docs').rglob('*.md'))]
+DOCUMENTS = [repository.ROOT / 'README.md', *sorted((repository.ROOT / 'docs').rglob('*.md'))]
 
 
 def readme_commands() -> list[tuple[str, list[str]]]:
@@ -108,7 +107,7 @@ def readme_commands() -> list[tuple[str, list[str]]]:
 def test_every_binary_the_readme_runs_is_known_and_its_end_to_end_test_exists():
   modules = {module for module, _ in readme_commands()}
   assert modules == set(_RUN_BY)
-  assert [test for test in _RUN_BY.values() if test and not (REPO / test).exists()] == []
+  assert [test for test in _RUN_BY.values() if test and not (repository.ROOT / test).exists()] == []
 
 
 def _flags_by_module() -> dict:
@@ -121,7 +120,7 @@ def _flags_by_module() -> dict:
 
 def _parse_errors(module: str, argvs: list[list[str]]) -> list[str]:
   """The flag errors of each argv parsed by `module`'s absl flags, in a process of its own (`readme_flag_parse`)."""
-  result = fork_server.python_m('tests.readme_flag_parse', [module, json.dumps(argvs)], cwd=REPO, timeout=600)
+  result = fork_server.python_m('tests.readme_flag_parse', [module, json.dumps(argvs)], timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -138,6 +137,6 @@ def test_a_stale_flag_is_caught():
 
 def test_the_readme_help_command_prints_the_flags():
   """absl's help flags exit with status 1 after printing (`absl.flags._helpers`), before TensorFlow loads."""
-  result = subprocess.run([sys.executable, '-m', 'experiments.train', '--helpfull'], cwd=REPO,
+  result = subprocess.run([sys.executable, '-m', 'experiments.train', '--helpfull'], cwd=repository.ROOT,
                           capture_output=True, text=True, timeout=600)
   assert result.returncode == 1 and '--task' in result.stdout and '--corruption' in result.stdout

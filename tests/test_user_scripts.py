@@ -14,9 +14,9 @@ import sys
 
 import pytest
 
+from tests import repository
 from tests.simulation import proc_files
 
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # TensorFlow's C++ log lines ('2026-11-26 13:54:32.687166: E tensorflow/...', also from TFF's worker, built from
 # 'external/org_tensorflow'), and the second line of its CPU-feature notice. Anything else on stderr (a Python
@@ -65,7 +65,7 @@ print(json.dumps({'aggregator': sorted(output.metrics['aggregator']),
 
 def _user_environment() -> dict:
   environment = {name: value for name, value in os.environ.items() if name != 'TF_CPP_MIN_LOG_LEVEL'}
-  return {**environment, 'PYTHONPATH': _REPO}
+  return {**environment, 'PYTHONPATH': str(repository.ROOT)}
 
 
 def _run_script(tmp_path, code: str, timeout: int = 900, *,
@@ -115,14 +115,14 @@ def test_an_api_script_started_with_sigint_ignored_exits_and_stops_tffs_worker(t
 
 def _subpackages() -> list[str]:
   """tff_robust and each of its subpackages, from the file tree (a new one is covered when it appears)."""
-  root = os.path.join(_REPO, 'tff_robust')
-  return sorted(os.path.relpath(directory, _REPO).replace(os.sep, '.') for directory, _, files in os.walk(root)
-                if '__init__.py' in files)
+  root = os.path.join(repository.ROOT, 'tff_robust')
+  return sorted(os.path.relpath(directory, repository.ROOT).replace(os.sep, '.')
+                for directory, _, files in os.walk(root) if '__init__.py' in files)
 
 
 def _modules_of(package: str) -> list[str]:
   """`package` and its own modules (not those of its subpackages)."""
-  path = os.path.join(_REPO, *package.split('.'))
+  path = os.path.join(repository.ROOT, *package.split('.'))
   return [package] + [f'{package}.{m.name}' for m in pkgutil.iter_modules([path]) if not m.ispkg]
 
 

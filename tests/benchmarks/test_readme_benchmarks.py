@@ -53,7 +53,7 @@ def test_the_readme_benchmark_runs_shrunk(module, tmp_path):
   (argv,) = [argv for name, argv in test_readme_examples.readme_commands() if name == module]
   shrink, expected = _SHRUNK[module]
   shrink = [flag.format(tmp_path=tmp_path) for flag in shrink]
-  result = fork_server.python_m(module, [*argv, *shrink], cwd=test_readme_examples.REPO, timeout=900)
+  result = fork_server.python_m(module, [*argv, *shrink], timeout=900)
   if module == 'benchmarks.isolation_cost' and 'NetworkIsolationError' in result.stderr:
     pytest.skip('network isolation unavailable here (as in tests/runtime/test_network_isolation.py)')
   assert result.returncode == 0, result.stderr[-3000:]

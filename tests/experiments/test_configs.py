@@ -9,12 +9,12 @@ import re
 
 import pytest
 
+from tests import repository
 from tests.experiments import train_runs
 # The tiny Sentiment140 data_dir fixture (module-scoped) of the Sent140 task tests, reused here.
 from tests.tasks import sent140_files
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CONFIG_DIR = os.path.join(REPO, 'experiments', 'configs')
+CONFIG_DIR = os.path.join(repository.ROOT, 'experiments', 'configs')
 CONFIGS = sorted(os.path.relpath(p, CONFIG_DIR) for p in glob.glob(os.path.join(CONFIG_DIR, '*', '*.cfg')))
 
 # The published experiments: paper -> figure/table ids (RFA Fig. 2-6, Delta-FL Tables 2-3, Fed+ Table 2 /

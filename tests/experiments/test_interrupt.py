@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests import repository
 from tests.experiments import test_train_flags
 from tests.experiments import train_runs
 
@@ -46,7 +47,7 @@ def test_ctrl_c_ends_with_one_line_saying_where_the_run_resumes_from(tmp_path):
   process = _start_as_foreground_job(
       [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', '--total_rounds=200',
        *_FLAGS],
-      cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      cwd=repository.ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
       env=test_train_flags.user_environment(),
   )
   try:

@@ -7,6 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from tests import repository
 from tests.experiments import train_runs
 
 _ROUNDS = 6
@@ -18,7 +19,7 @@ _KILL_AFTER_CHECKPOINT = 3
 def _start(tmp_path, name):
   return subprocess.Popen(
       [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', f'--experiment_name={name}', *_FLAGS],
-      cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+      cwd=repository.ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
   )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from experiments import exit_statuses
+from tests import repository
 from tests.experiments import train_runs
 from tests.runtime import worker_services
 
@@ -101,7 +102,7 @@ def test_a_run_whose_remote_worker_stops_mid_run_ends_with_one_line_naming_it(tm
       [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', *_FLAGS[:1],
        '--algorithm=rfa', '--clients_per_round=4', '--total_rounds=500', '--rounds_per_checkpoint=1',
        '--rounds_per_eval=500', f'--tff_worker_address={address}'],
-      cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      cwd=repository.ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
       start_new_session=True,
   )
   try:

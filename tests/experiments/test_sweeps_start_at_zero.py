@@ -13,14 +13,13 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tests import repository
 from tff_robust import tasks
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _fedplus_table_tasks() -> list[str]:
   """The keys of `experiments/fedplus_tables.py`'s `_TASKS`, read from its source."""
-  with open(os.path.join(_REPO, 'experiments', 'fedplus_tables.py')) as f:
+  with open(os.path.join(repository.ROOT, 'experiments', 'fedplus_tables.py')) as f:
     module = ast.parse(f.read())
   [tasks_dict] = [node.value for node in module.body if isinstance(node, ast.Assign)
                   and any(isinstance(t, ast.Name) and t.id == '_TASKS' for t in node.targets)]

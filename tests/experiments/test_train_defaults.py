@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from tests import repository
 from tests import test_readme_examples
 from tests.experiments import train_runs
 
@@ -14,7 +15,7 @@ _README_RUNNER_COMMAND = '.venv/bin/python -m experiments.train '
 
 def _readme_examples() -> list[list[str]]:
   """The flags of every `experiments.train` command in the runner guide's first block that trains a model."""
-  with open(os.path.join(train_runs.REPO, 'docs', 'guides', 'runner.md')) as f:
+  with open(os.path.join(repository.ROOT, 'docs', 'guides', 'runner.md')) as f:
     block = f.read().split('```bash\n', 1)[1].split('```', 1)[0]
   lines = [line.split('#')[0].strip() for line in block.splitlines() if line.startswith(_README_RUNNER_COMMAND)]
   return [line.removeprefix(_README_RUNNER_COMMAND).split() for line in lines if '--help' not in line]
@@ -51,7 +52,7 @@ def test_sign_vote_algorithms_default_to_every_device_of_the_task(tmp_path, algo
 
 def _readme_runner_commands() -> list[list[str]]:
   """The flags of the README's `experiments.train` commands (its "Run an experiment" block)."""
-  with open(os.path.join(train_runs.REPO, 'README.md')) as f:
+  with open(os.path.join(repository.ROOT, 'README.md')) as f:
     commands = test_readme_examples._commands(f.read())  # pylint: disable=protected-access
   return [argv for module, argv in commands if module == 'experiments.train']
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.experiments import train_runs
+from tests import repository
 
 # Runs the runner as `python -m experiments.train ARGS` does, then reports whether TensorFlow got imported.
 _PROBE = '\n'.join((
@@ -30,7 +30,7 @@ def _run(tmp_path, *flags, environment=None):
   return subprocess.run(
       [sys.executable, '-c', _PROBE, '--noprogress_bar', f'--root_output_dir={tmp_path}', '--experiment_name=run',
        *flags],
-      cwd=train_runs.REPO, capture_output=True, text=True, timeout=600, env=environment or user_environment(),
+      cwd=repository.ROOT, capture_output=True, text=True, timeout=600, env=environment or user_environment(),
   )
 
 

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from experiments import exit_statuses
+from tests import repository
 from tests.experiments import train_runs
 from tests.runtime import worker_services
 from tff_robust.runtime import worker_binaries
@@ -52,7 +53,7 @@ def _one_line_refusal(result, *fragments):
 
 
 def _command(module, *args, env=None):
-  return subprocess.run([sys.executable, '-m', module, *args], cwd=train_runs.REPO, capture_output=True, text=True,
+  return subprocess.run([sys.executable, '-m', module, *args], cwd=repository.ROOT, capture_output=True, text=True,
                         timeout=120, stdin=subprocess.DEVNULL, env=env)
 
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from experiments import exit_statuses
+from tests import repository
 from tests.experiments import train_runs
 
 _FLAGS = ('--task=digits', '--algorithm=fedavg', '--clients_per_round=5', '--total_rounds=200',
@@ -21,7 +22,7 @@ _SECONDS_ALLOWED_TO_STOP = 60  # TFF alone retries the dead worker forever, back
 def test_a_run_whose_worker_is_killed_stops_with_one_line_naming_the_signal_and_the_log(tmp_path):
   process = subprocess.Popen(
       [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', *_FLAGS],
-      cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      cwd=repository.ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
       start_new_session=True,  # a process group of its own: whatever the run started can be found and ended
   )
   try:

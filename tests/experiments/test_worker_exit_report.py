@@ -11,6 +11,7 @@ import pytest
 
 from experiments import exit_statuses
 from experiments import worker_exit_report
+from tests import repository
 from tests.experiments import train_runs
 from tff_robust.runtime import execution_context
 
@@ -53,7 +54,7 @@ def test_a_sweep_whose_worker_is_killed_stops_with_one_line_and_resumes_from_the
              '--update_fractions=0', '--seeds=0', '--client_epochs_per_round=1', '--total_rounds=30',
              f'--root_output_dir={tmp_path}', '--experiment_name=s']
   process = subprocess.Popen(
-      [*command, '--rounds_per_checkpoint=1'], cwd=train_runs.REPO, stdin=subprocess.DEVNULL,
+      [*command, '--rounds_per_checkpoint=1'], cwd=repository.ROOT, stdin=subprocess.DEVNULL,
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
   )
   run_dir = tmp_path / 's' / 'runs' / 'fedavg_none_0_seed0'
@@ -78,7 +79,7 @@ def test_a_sweep_whose_worker_is_killed_stops_with_one_line_and_resumes_from_the
   assert not (tmp_path / 's' / 'results.csv').exists()
 
   resumed = subprocess.run(  # fewer checkpoints: not a per-run setting, so the run is still the same
-      [*command, '--rounds_per_checkpoint=100'], cwd=train_runs.REPO, stdin=subprocess.DEVNULL, capture_output=True,
+      [*command, '--rounds_per_checkpoint=100'], cwd=repository.ROOT, stdin=subprocess.DEVNULL, capture_output=True,
       text=True, timeout=600,
   )
   assert resumed.returncode == 0, resumed.stderr[-3000:]

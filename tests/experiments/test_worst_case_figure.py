@@ -11,7 +11,8 @@ import pytest
 
 from experiments import worst_case_figure
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import repository
+
 
 # setting -> {(defence, corruption, fraction): [accuracy per seed]}
 _SETTINGS = {
@@ -60,7 +61,7 @@ def test_each_bar_is_the_worst_mean_over_attacks_and_each_dot_the_clean_mean(tmp
 def test_the_command_writes_the_figure_and_names_a_root_without_results(tmp_path):
   _write(tmp_path)
   completed = subprocess.run([sys.executable, '-m', 'experiments.worst_case_figure', f'--root={tmp_path}'],
-                             cwd=_REPO, capture_output=True, text=True, timeout=120)
+                             cwd=repository.ROOT, capture_output=True, text=True, timeout=120)
   assert completed.returncode == 0, completed.stderr
   figure = tmp_path / 'worst_case_summary.png'
   assert f'2 settings; wrote {figure}' in completed.stdout
@@ -68,5 +69,5 @@ def test_the_command_writes_the_figure_and_names_a_root_without_results(tmp_path
   empty = tmp_path / 'empty'
   empty.mkdir()
   completed = subprocess.run([sys.executable, '-m', 'experiments.worst_case_figure', f'--root={empty}'],
-                             cwd=_REPO, capture_output=True, text=True, timeout=120)
+                             cwd=repository.ROOT, capture_output=True, text=True, timeout=120)
   assert completed.returncode != 0 and '--root: no */results.csv below' in completed.stderr

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from experiments import worst_case_tables
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import repository
 
 
 def _rows(accuracies):
@@ -88,7 +87,7 @@ def test_the_file_has_one_table_per_attacked_level(tmp_path):
 
 def _command(*arguments) -> subprocess.CompletedProcess:
   return subprocess.run([sys.executable, '-m', 'experiments.worst_case_tables', *arguments],
-                        cwd=_REPO, capture_output=True, text=True, timeout=120)
+                        cwd=repository.ROOT, capture_output=True, text=True, timeout=120)
 
 
 def test_the_command_rebuilds_the_tables_from_a_partial_results_csv(tmp_path):

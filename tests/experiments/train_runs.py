@@ -24,9 +24,9 @@ from unittest import mock
 import numpy as np
 
 from tests import fork_server
+from tests import repository
 from tests.simulation import proc_files
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN_COMMAND = (sys.executable, '-m', 'experiments.train', '--noprogress_bar')
 
 
@@ -40,12 +40,12 @@ def train(tmp_path, *flags, timeout=600, name='run', fresh_interpreter=False):
   if not fresh_interpreter and fork_server.enabled():
     run_dir = os.path.join(tmp_path, name)
     resumes = os.path.exists(run_dir)  # a crashed resume is not rerun: its first run's outputs are gone then
-    result = fork_server.run(TRAIN_COMMAND[2], args, cwd=REPO, env=os.environ, timeout=timeout)
+    result = fork_server.run(TRAIN_COMMAND[2], args, cwd=repository.ROOT, env=os.environ, timeout=timeout)
     if result.returncode != -signal.SIGSEGV or resumes:
       return result
     shutil.rmtree(run_dir, ignore_errors=True)  # the rerun starts over, as the forked run did
   return subprocess.run(
-      [*TRAIN_COMMAND[:3], *args], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+      [*TRAIN_COMMAND[:3], *args], cwd=repository.ROOT, capture_output=True, text=True, timeout=timeout,
       stdin=subprocess.DEVNULL,
   )
 

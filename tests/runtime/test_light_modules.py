@@ -3,11 +3,10 @@ worker launcher (before every local worker starts) and its TLS relay, `worker_se
 parses its flags with `tff_robust.command_line.finite_flags`) and the checks the runner makes before it loads
 TensorFlow (`worker_binaries`, `gpu_placement`, `worker_tls`)."""
 
-import os
 import subprocess
 import sys
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import repository
 
 
 def _heavy_modules_after(script: str) -> str:
@@ -16,7 +15,8 @@ def _heavy_modules_after(script: str) -> str:
       "\nimport sys\n"
       "print(sorted(name for name in sys.modules if name.split('.')[0] in ('tensorflow', 'tensorflow_federated')))\n"
   )
-  result = subprocess.run([sys.executable, '-c', script], cwd=_REPO, capture_output=True, text=True, timeout=120)
+  result = subprocess.run([sys.executable, '-c', script], cwd=repository.ROOT, capture_output=True, text=True,
+                          timeout=120)
   assert result.returncode == 0, result.stderr[-3000:]
   return result.stdout.strip().splitlines()[-1]
 

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from tests import repository
 from tests.experiments import train_runs
 from tests.simulation import proc_files
 from tff_robust.runtime import execution_context
@@ -42,7 +43,7 @@ def test_a_training_run_exposes_no_port_of_its_worker_to_other_hosts(tmp_path):
     run = subprocess.Popen(
         [*train_runs.TRAIN_COMMAND, f'--root_output_dir={tmp_path}', '--experiment_name=run', '--task=digits',
          '--algorithm=rfa', '--clients_per_round=5', '--total_rounds=10000', '--rounds_per_eval=10000'],
-        cwd=train_runs.REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+        cwd=repository.ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
         env=dict(os.environ, TMPDIR=run_tmpdir),
     )
   try:
@@ -118,7 +119,7 @@ def test_where_namespaces_are_refused_the_worker_warns_once_and_required_refuses
   if shutil.which('unshare') is None or subprocess.run(['unshare', '--user', 'true']).returncode != 0:
     pytest.skip('cannot start a process without the right to create namespaces (`unshare --user` fails)')
   result = subprocess.run(
-      ['unshare', '--user', sys.executable, '-c', _WITHOUT_NAMESPACES], cwd=train_runs.REPO,
+      ['unshare', '--user', sys.executable, '-c', _WITHOUT_NAMESPACES], cwd=repository.ROOT,
       capture_output=True, text=True, timeout=300,
   )
   assert result.returncode == 0, result.stderr[-3000:]

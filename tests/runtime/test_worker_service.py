@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
+from tests import repository
 from tests.runtime import worker_services
 from tff_robust.runtime import execution_context
 from tff_robust.runtime import worker_channels
@@ -60,7 +61,7 @@ def test_where_namespaces_are_refused_the_service_refuses_naming_the_flag_that_a
   if shutil.which('unshare') is None or subprocess.run(['unshare', '--user', 'true']).returncode != 0:
     pytest.skip('cannot start a process without the right to create namespaces (`unshare --user` fails)')
   result = subprocess.run(['unshare', '--user', *worker_services.SERVICE_COMMAND, '--gpus=none'],
-                          cwd=worker_services.REPO, capture_output=True, text=True, timeout=120)
+                          cwd=repository.ROOT, capture_output=True, text=True, timeout=120)
   line = _one_line_refusal(result, 'private network namespace', '--network_isolation=off')
   assert re.search(r'\(.*(Operation not permitted|Invalid argument).*\)', line), line
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
+from tests import repository
 from tests.runtime import network_namespaces
 from tests.runtime import worker_services
 from tests.simulation import algorithm_rounds
@@ -65,12 +66,12 @@ def _probe(command_prefix, address, *tls_files) -> dict:
 
 
 def _from_peer(peer, address, *tls_files) -> dict:
-  return _probe(lambda *command: peer.run(*command, cwd=worker_services.REPO, timeout=120), address, *tls_files)
+  return _probe(lambda *command: peer.run(*command, cwd=repository.ROOT, timeout=120), address, *tls_files)
 
 
 def _from_here(address) -> dict:
   return _probe(lambda *command: subprocess.run(
-      command, cwd=worker_services.REPO, capture_output=True, text=True, timeout=120), address)
+      command, cwd=repository.ROOT, capture_output=True, text=True, timeout=120), address)
 
 
 def test_a_default_service_serves_this_host_only(peer, services):
@@ -136,7 +137,7 @@ def test_a_driver_in_the_peer_namespace_runs_rfa_and_secure_delta_fl_on_two_tls_
     np.savez(tmp_path / f'{name}_initial.npz', *initial[name])
   driver = peer.run(sys.executable, '-m', 'tests.runtime.remote_rounds',
                     f'--addresses={",".join(f"{peer.host_address}:{worker.port}" for worker in workers)}',
-                    f'--credentials={ours}/driver', f'--directory={tmp_path}', *processes, cwd=worker_services.REPO,
+                    f'--credentials={ours}/driver', f'--directory={tmp_path}', *processes, cwd=repository.ROOT,
                     timeout=1200)
   assert driver.returncode == 0, driver.stderr[-3000:]
   for name, process in processes.items():

@@ -10,7 +10,8 @@ import time
 import portpicker
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests import repository
+
 SERVICE_COMMAND = (sys.executable, '-m', 'tff_robust.runtime.worker_service')
 SERVING = 'TFF worker serving on '  # the service's first line once it serves
 
@@ -23,8 +24,8 @@ class Service:
     self.log_path = log_path
     with open(log_path, 'w') as log:
       self.process = subprocess.Popen(
-          [*SERVICE_COMMAND, f'--port={self.port}', '--gpus=none', *flags], cwd=REPO, stdin=subprocess.DEVNULL,
-          stdout=subprocess.DEVNULL, stderr=log,
+          [*SERVICE_COMMAND, f'--port={self.port}', '--gpus=none', *flags], cwd=repository.ROOT,
+          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
       )
 
   def log(self) -> str:
@@ -65,8 +66,8 @@ class Service:
 
 def run(*flags, env=None) -> subprocess.CompletedProcess:
   """The finished run of a service command that ends by itself (a refusal)."""
-  return subprocess.run([*SERVICE_COMMAND, '--gpus=none', *flags], cwd=REPO, capture_output=True, text=True, timeout=120,
-                        stdin=subprocess.DEVNULL, env=env)
+  return subprocess.run([*SERVICE_COMMAND, '--gpus=none', *flags], cwd=repository.ROOT, capture_output=True, text=True,
+                        timeout=120, stdin=subprocess.DEVNULL, env=env)
 
 
 def private_network_refusal() -> str:
@@ -74,7 +75,7 @@ def private_network_refusal() -> str:
   refusal: the service then refuses to start, so tests of a serving service skip."""
   result = subprocess.run(
       [sys.executable, '-c', 'from tff_robust.runtime import worker_launcher; worker_launcher.enter_private_network()'],
-      cwd=REPO, capture_output=True, text=True, timeout=60)
+      cwd=repository.ROOT, capture_output=True, text=True, timeout=60)
   return '' if result.returncode == 0 else result.stderr.strip().splitlines()[-1]
 
 
@@ -83,7 +84,7 @@ def make_certificates(directory, *names) -> str:
   `directory`. Skips the calling test where `openssl` is missing."""
   if shutil.which('openssl') is None:
     pytest.skip('openssl is not installed: scripts/make_test_certificates.sh needs it')
-  subprocess.run(['bash', os.path.join(REPO, 'scripts', 'make_test_certificates.sh'), str(directory), *names],
+  subprocess.run(['bash', repository.ROOT / 'scripts' / 'make_test_certificates.sh', str(directory), *names],
                  check=True, capture_output=True, timeout=60)
   return str(directory)
 

@@ -2,15 +2,15 @@
 
 import json
 import math
-import os
 import subprocess
 import sys
 
 import pytest
 
+from tests import repository
 from tff_robust.simulation import run_settings
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 _SETTINGS = {'algorithm': 'rfa', 'client_learning_rate': 0.1, 'clients_per_round': None, 'tff_worker': ['a', 'b']}
 
 
@@ -50,7 +50,8 @@ def test_checkpoints_without_recorded_settings_and_an_unreadable_record_are_refu
 
 def test_the_module_imports_no_tensorflow():
   code = 'import sys; from tff_robust.simulation import run_settings; print("tensorflow" in sys.modules)'
-  result = subprocess.run([sys.executable, '-c', code], cwd=_REPO, capture_output=True, text=True, timeout=120)
+  result = subprocess.run([sys.executable, '-c', code], cwd=repository.ROOT, capture_output=True, text=True,
+                          timeout=120)
   assert result.stdout.strip() == 'False', result.stderr[-2000:]
 
 

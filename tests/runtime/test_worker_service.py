@@ -141,6 +141,8 @@ def test_driver_credentials_that_cannot_serve_are_refused_by_name(certificates, 
 
 
 class _Unavailable(grpc.RpcError):
+  """The error of a gRPC call that could not connect: UNAVAILABLE, with gRPC's `details`."""
+
   def __init__(self, details: str):
     super().__init__()
     self._details = details

@@ -13,6 +13,7 @@
 # Sessions commit what this changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source results/shakespeare_budget_checkpoints.sh
 worktree=${1:-/work/wt/exp-pilot}
 inflight=results/shakespeare_budget_inflight
 tables=(pilot test rfa_fig2 dfl_tables defence)
@@ -28,7 +29,7 @@ for table in "${tables[@]}"; do
   mkdir -p "$target/runs"
   copy_if_present "$target" "$source/wall_times.log"
   for run in "$source"/runs/*/; do
-    run=${run%/} name=$(basename "${run%/}")
+    run=${run%/} name=$(basename "$run")
     if [ -L "$run" ]; then cp -P "$run" "$target/runs/"; continue; fi
     lock=$source/runs/.locks/$name
     if [ -f "$run/summary.json" ] && { [ ! -e "$lock" ] || flock -n "$lock" true; }; then
@@ -38,12 +39,11 @@ for table in "${tables[@]}"; do
       rm -rf "${inflight:?}/$table/$name"
       continue
     fi
-    newest=$(ls -d "$run"/checkpoints/program_state/round_* 2>/dev/null | awk -F round_ '{print $NF, $0}' |
-      sort -n | tail -1 | cut -d' ' -f2-)
-    [ -n "$newest" ] || continue
+    round=$(newest_round "$run")
+    [ "$round" -gt 0 ] || continue
     kit=$inflight/$table/$name
     rm -rf "$kit" && mkdir -p "$kit/checkpoints/program_state"
-    cp -a "$newest" "$kit/checkpoints/program_state/"
+    cp -a "$run/checkpoints/program_state/round_$round" "$kit/checkpoints/program_state/"
     copy_if_present "$kit" "$run"/{metrics.csv,run_settings.json} "$source/runs/$name.log"
   done
 done

@@ -9,6 +9,7 @@
 # prepares the worktree without starting any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source results/shakespeare_budget_checkpoints.sh
 main=$PWD
 worktree=${1:-/work/wt/exp-pilot}
 experiment_commit=9bd97f1
@@ -27,9 +28,6 @@ if [ ! -d "$worktree" ]; then
   cp results/shakespeare_budget_queue.sh "$worktree/results/"
 fi
 
-newest_round() {  # run directory: the round of its newest checkpoint, 0 if none
-  ls -d "$1"/checkpoints/program_state/round_* 2>/dev/null | sed 's/.*round_//' | sort -n | tail -1 | grep . || echo 0
-}
 for kit in results/shakespeare_budget_inflight/*/*/; do
   [ -d "$kit" ] || continue
   kit=${kit%/} name=$(basename "$kit") table=$(basename "$(dirname "$kit")")

@@ -1,6 +1,6 @@
 r"""Cost of every algorithm relative to FedAvg, scaling with the cohort and with the model; writes results.md.
 
-  python -m benchmarks.scaling                      # the three sections, ~15-20 min on 2 cores
+  python -m benchmarks.scaling                      # the five sections, about 13 min on 2 cores
   python -m benchmarks.scaling --quick --output=/tmp/scaling.md
   python -m benchmarks.scaling --sections=cohorts   # replaces only that section of --output
   python -m benchmarks.scaling --helpfull          # every section's flags

@@ -21,7 +21,6 @@ import os
 from typing import Optional, Sequence
 
 from tff_robust.core import corruption as core_corruption
-from tff_robust.core.attacks import backdoor
 from tff_robust.core.attacks import targeted_catalog
 from tff_robust.simulation import metrics_csv
 from tff_robust.tasks import task_names
@@ -39,8 +38,9 @@ def is_targeted(kind: str) -> bool:
 def check(kinds: Sequence[str], *, task: str, total_rounds: int, rounds_after_attack: int,
           server_learning_rate: float) -> None:
   """Refuses, naming the flag, what the sweep cannot run: a targeted attack on a task without a pixel trigger or
-  with a trigger that does not fit it, model replacement at a server learning rate <= 0 (its boost divides by
-  it), a `rounds_after_attack` that leaves the attackers no round, or one given without any targeted attack.
+  that does not fit it (`TargetedSpec.check_task`: its trigger, or the edge case's classes), model replacement at
+  a server learning rate <= 0 (its boost divides by it), a `rounds_after_attack` that leaves the attackers no
+  round, or one given without any targeted attack.
 
   Raises:
     ValueError: the message starts with the flag (`--corruptions=...`, `--rounds_after_attack=...`).
@@ -53,7 +53,7 @@ def check(kinds: Sequence[str], *, task: str, total_rounds: int, rounds_after_at
                        f'({", ".join(task_names.BACKDOOR_TASKS)}), not --task={task}')
     image_shape, num_classes = task_names.BACKDOOR_TASKS[task]
     try:
-      backdoor.check_trigger(spec.trigger(), image_shape, num_classes)
+      spec.check_task(image_shape, num_classes)
     except ValueError as error:
       raise ValueError(f'--corruptions={kind}: {error} for --task={task}') from None
     if spec.update_attack() is not None and not server_learning_rate > 0:

@@ -149,7 +149,7 @@ def test_fang_trimmed_mean_clients_draw_their_own_values_within_the_bounds(proce
   sent = _sent_by_the_corrupted(result, updates, weights, corrupted)
   assert np.all(sent >= low - 1e-4) and np.all(sent <= high + 1e-4)
   assert np.std((sent - low) / (high - low)) > 0.1  # uniform draws, not one end of the interval
-  # two corrupted clients with the same weights: their mean is within the bounds, but not a single draw repeated
+  # two corrupted clients: their mean is within the bounds (that each draws its own values is not observable here)
   corrupted = np.arange(10) < 2
   _, result, _ = _run(process, process.initialize(), updates, weights, corrupted)
   sent = _sent_by_the_corrupted(result, updates, weights, corrupted)

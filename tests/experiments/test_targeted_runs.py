@@ -21,6 +21,7 @@ _OK = dict(task='digits', total_rounds=50, rounds_after_attack=20, server_learni
      '--task=synthetic_regression'),
     (['backdoor(target=10)'], {}, '--corruptions=backdoor(target=10): target must be a class in [0, 9], got 10'),
     (['backdoor(size=9)'], {}, '--corruptions=backdoor(size=9): size must be an integer in [1, 8]'),
+    (['edge_case(source=10)'], {}, '--corruptions=edge_case(source=10): source must be a class in [0, 9], got 10'),
     (['model_replacement'], dict(server_learning_rate=0.0),
      '--corruptions=model_replacement boosts by the server learning rate: it needs --server_learning_rate > 0'),
 ])
@@ -31,7 +32,7 @@ def test_what_the_sweep_cannot_run_is_refused_by_flag(kinds, changes, message):
 
 
 def test_a_runnable_sweep_passes_the_check():
-  targeted_runs.check(['backdoor(size=4)', 'model_replacement', 'omniscient'], **_OK)
+  targeted_runs.check(['backdoor(size=4)', 'model_replacement', 'edge_case(source=3)', 'omniscient'], **_OK)
   targeted_runs.check(['omniscient'], **dict(_OK, rounds_after_attack=0))
 
 

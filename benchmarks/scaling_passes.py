@@ -22,6 +22,7 @@ import tqdm
 from benchmarks import pass_cost_fit
 from benchmarks import scaling_common
 from benchmarks import scaling_report
+from tff_robust.processes import delta_fl
 from tff_robust.simulation import algorithms
 
 _PASS_COUNTS = {
@@ -38,6 +39,13 @@ _ROUNDS = flags.DEFINE_integer('pass_rounds', 7, 'Timed rounds per (algorithm, p
                                lower_bound=1)
 _RATIO_AIM = flags.DEFINE_float('ratio_aim', 1.5, 'Round / FedAvg ratio the last column solves the pass count for.',
                                 lower_bound=1.0)
+
+
+def _default_pass_count(config: algorithms.AlgorithmConfig, field: str) -> int:
+  """The pass count `config` runs with by default: its `field`, or for Delta-FL's None its secure quantile's."""
+  if field == 'quantile_passes':
+    return delta_fl.default_quantile_passes(config.quantile_method, config.quantile_passes)
+  return getattr(config, field)
 
 
 def section() -> str:
@@ -67,10 +75,10 @@ def section() -> str:
   rows = [[f'`{key}`', f'{wall[key]:.3f}', scaling_report.ratio(wall[key], wall['fedavg']), f'{cpu[key]:.3f}',
            scaling_report.ratio(cpu[key], cpu['fedavg'])] for key in variants]
   fit_rows = []
-  for name, (field, counts, _) in timed.items():
+  for name, (field, counts, extra) in timed.items():
     keys = [f'{name}, {field}={count}' for count in counts]
     fixed, per_pass = pass_cost_fit.linear_fit(counts, [cpu[key] for key in keys])
-    default = getattr(base, field)
+    default = _default_pass_count(dataclasses.replace(base, **extra), field)
     fit_rows.append([
         f'`{name}`', f'`{field}`', scaling_report.ratio(fixed, cpu['fedavg']), f'{1000 * per_pass:.1f}',
         f'{1000 * per_pass / m:.2f}', scaling_report.ratio(per_pass, cpu['fedavg'], digits=3), str(default),

@@ -150,7 +150,7 @@ def test_delta_fl_with_the_secure_quantile_reports_per_device_distributions(tmp_
   assert {'eval/error_mean', 'eval/error_p90', 'eval/loss_p90', 'train/loss_p90'} <= set(summary)
   assert summary['eval/error_p90'] >= summary['eval/error_p50']
   # the model mean + the default quantile passes per round
-  assert summary['secure_average_calls'] == 4 * (1 + delta_fl.DEFAULT_QUANTILE_PASSES)
+  assert summary['secure_average_calls'] == 4 * (1 + delta_fl.DEFAULT_QUANTILE_PASSES['secure'])
   assert all(0 < int(r['filter/num_kept']) <= 10 for r in rows)
   with open(tmp_path / 'run' / 'devices.csv') as f:
     devices = list(csv.DictReader(f))

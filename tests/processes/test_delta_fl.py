@@ -229,6 +229,20 @@ def test_with_secure_factories_everywhere_every_client_value_is_securely_summed_
     np.testing.assert_allclose(_weights(secure, secure_state), _weights(plain, plain_state), atol=1e-4)
 
 
+def _quantile_calls(factory) -> int:
+  process = factory.create(tff.TensorType(np.float32), tff.TensorType(np.float32))
+  return process.next(process.initialize(), [1.0, 2.0, 3.0], [1.0, 1.0, 1.0]).measurements['secure_average_calls']
+
+
+@pytest.mark.parametrize('quantile_method, passes', [('secure', 2), ('secure_mm', 30)])
+def test_each_secure_quantile_runs_its_own_default_passes(quantile_method, passes):
+  # The smallest pass counts with >= 98% agreement with the exact filter (benchmarks/quantile_passes.py): the
+  # histogram search's 2 would leave MM at ~88-93% (until 2026-12-05 both methods defaulted to 2).
+  assert _quantile_calls(delta_fl.quantile_factory(0.5, quantile_method)) == passes
+  assert delta_fl.DEFAULT_QUANTILE_PASSES[quantile_method] == passes
+  assert _quantile_calls(delta_fl.quantile_factory(0.5, quantile_method, quantile_passes=3)) == 3
+
+
 def test_threshold_is_recomputed_every_threshold_period_rounds():
   clients = _regression_clients()
   process = _process(0.5, threshold_period=3)

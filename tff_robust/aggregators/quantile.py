@@ -85,8 +85,9 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
     Args:
       level: the quantile level tau in [0, 1] (Delta-FL uses tau = 1 - theta).
       num_passes: MM passes (secure-average calls) per aggregation, an integer >= 1.
-      relative_smoothing: nu_t / |mu_t| > 0: distances below nu_t count as nu_t. Larger values converge in
-        fewer passes but blur values closer than nu to the quantile.
+      relative_smoothing: s in (0, 1), the smoothing nu_t = max(1e-12, s max(|mu_t|, d_{t-1})) (d_{t-1}: the
+        previous pass's weighted mean distance |x_k - mu|): distances below nu_t count as nu_t. Larger values
+        converge in fewer passes but blur values closer than nu_t to the quantile.
       initial_estimate: mu_0 of the first call (0 suits nonnegative losses).
       mean_factory: a `tff.aggregators.WeightedAggregationFactory` for every pass, e.g. a
         `SecureSumFactory`-backed `MeanFactory`; defaults to `tff.aggregators.MeanFactory(no_nan_division=True)`.

@@ -28,10 +28,15 @@ from tff_robust.processes import composition
 from tff_robust.processes import delta_fl_client_work
 
 QUANTILE_METHODS = ('exact', 'secure', 'secure_mm')
-# The smallest pass count of the histogram search whose filter agrees with the exact one on >= 98% of devices
-# (cohorts of 10 and 100, theta 0.8 / 0.5 / 0.1: `python -m benchmarks.quantile_passes`, 100% at 2 passes);
-# MM needs 30 for the same.
-DEFAULT_QUANTILE_PASSES = 2
+# Secure passes per round of each secure quantile by default: the smallest pass count whose filter agrees with the
+# exact one on >= 98% of devices in every column of `python -m benchmarks.quantile_passes` (cohorts of 10 and 100,
+# theta 0.8 / 0.5 / 0.1): 2 for the histogram search, 30 for MM (warm-started).
+DEFAULT_QUANTILE_PASSES = {'secure': 2, 'secure_mm': 30}
+
+
+def default_quantile_passes(quantile_method: str, quantile_passes: Optional[int]) -> Optional[int]:
+  """`quantile_passes`, or the secure `quantile_method`'s default (`DEFAULT_QUANTILE_PASSES`) when it is None."""
+  return DEFAULT_QUANTILE_PASSES.get(quantile_method) if quantile_passes is None else quantile_passes
 
 
 def _check_quantile_numbers(conformity_level, quantile_smoothing) -> None:
@@ -48,13 +53,14 @@ def quantile_factory(
     conformity_level: float,
     quantile_method: str,
     *,
-    quantile_passes: int = DEFAULT_QUANTILE_PASSES,
+    quantile_passes: Optional[int] = None,
     quantile_smoothing: float = 1e-2,
     mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
     count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> Optional[tff.aggregators.WeightedAggregationFactory]:
   """The factory of eta_t: the (1 - theta)-quantile of the losses; None for theta = 1 (keep everyone).
 
+  `quantile_passes`: the secure quantile's passes per round; None: its default (`DEFAULT_QUANTILE_PASSES`).
   `mean_factory` and `count_factory` (the non-finite count) go to the secure quantiles; the exact one gathers.
 
   Raises:
@@ -66,6 +72,7 @@ def quantile_factory(
     return None
   if quantile_method == 'exact':
     return quantile.exact_quantile_factory(1.0 - conformity_level)
+  quantile_passes = default_quantile_passes(quantile_method, quantile_passes)
   if quantile_method == 'secure':
     return histogram_quantile.SecureHistogramQuantileFactory(
         1.0 - conformity_level, num_passes=quantile_passes, mean_factory=mean_factory, count_factory=count_factory
@@ -86,7 +93,7 @@ def build_delta_fl_process(
     *,
     conformity_level: float,
     quantile_method: str = 'exact',
-    quantile_passes: int = DEFAULT_QUANTILE_PASSES,
+    quantile_passes: Optional[int] = None,
     quantile_smoothing: float = 1e-2,
     threshold_period: int = 1,
     mean_factory: Optional[tff.aggregators.WeightedAggregationFactory] = None,
@@ -113,9 +120,9 @@ def build_delta_fl_process(
       'secure' (`quantile_passes` secure weighted means of 258 indicators per device: the histogram search of
       `histogram_quantile.SecureHistogramQuantileFactory`) or 'secure_mm' (Algorithm 3: `quantile_passes`
       MM passes, secure weighted means of 3 scalars per device); no loss leaves a device with either.
-    quantile_passes: secure passes of the quantile per round, >= 1. The default 2 is the smallest with which
-      'secure' agrees with the exact filter on >= 98% of devices (100% measured, cohorts of 10 and 100,
-      `benchmarks/quantile_passes.py`); 'secure_mm' (warm-started from the previous round) needs 30.
+    quantile_passes: secure passes of the quantile per round, >= 1; None (the default): 2 for 'secure' and 30
+      for 'secure_mm' (warm-started from the previous round), the smallest with which each agrees with the exact
+      filter on >= 98% of devices (`DEFAULT_QUANTILE_PASSES`, `benchmarks/quantile_passes.py`).
     quantile_smoothing: relative smoothing of 'secure_mm', in (0, 1).
     threshold_period: recompute eta every this many rounds (T_eta, App. C.3), >= 1; in between, devices
       filter against the stored eta with their current loss. The secure passes still run on the other
@@ -151,7 +158,8 @@ def build_delta_fl_process(
   _check_quantile_numbers(conformity_level, quantile_smoothing)
   if quantile_method not in QUANTILE_METHODS:
     raise ValueError(f'quantile_method must be one of {QUANTILE_METHODS}, got {quantile_method!r}')
-  type_checks.check_integer('quantile_passes', quantile_passes, minimum=1)
+  if quantile_passes is not None:
+    type_checks.check_integer('quantile_passes', quantile_passes, minimum=1)
   type_checks.check_integer('threshold_period', threshold_period, minimum=1)
   if mean_factory is not None and quantile_method == 'exact':
     raise ValueError("mean_factory is used by quantile_method='secure' or 'secure_mm' only")

@@ -51,7 +51,7 @@ class AlgorithmConfig:
   norm_filter_multiplier: float = 2.0
   conformity_level: float = 0.5
   quantile_method: str = 'exact'
-  quantile_passes: int = delta_fl.DEFAULT_QUANTILE_PASSES
+  quantile_passes: Optional[int] = None  # the secure quantile's default (delta_fl.DEFAULT_QUANTILE_PASSES)
   threshold_period: int = 1
   fedplus_sigma: float = 1.0
   fedplus_delta: float = fedplus.DEFAULT_DELTA

@@ -70,13 +70,16 @@ def _models(state):
   return np.asarray(state['personal_weights'].trainable[0])[:, :, 0].astype(np.float64)
 
 
-@pytest.mark.parametrize('update_order', mtfeel.UPDATE_ORDERS)
-def test_mtfeel_rounds_match_the_numpy_reference(update_order):
+@pytest.mark.parametrize('update_order, gamma, lambdas', [
+    *[(order, 0.0, None) for order in mtfeel.UPDATE_ORDERS],
+    ('w_then_alpha', 0.1, [0.5, 0.3, 0.2]),  # the signed weight decay of (9) and unequal lambda_k
+])
+def test_mtfeel_rounds_match_the_numpy_reference(update_order, gamma, lambdas):
   arrays = _device_arrays()
   eta, mu, pen_scale = 0.05, 0.2, 3.0
   process = mtfeel.build_mtfeel_process(
       _model_fn, _NUM_DEVICES, learning_rate=eta, alpha_learning_rate=mu, pen_scale=pen_scale,
-      update_order=update_order, self_discrepancy=0.5,
+      update_order=update_order, self_discrepancy=0.5, gamma=gamma, lambdas=lambdas,
   )
   rng = np.random.default_rng(1)
   models = rng.normal(size=(_NUM_DEVICES, _DIM))
@@ -84,14 +87,15 @@ def test_mtfeel_rounds_match_the_numpy_reference(update_order):
   state = collections.OrderedDict(_with_models(process.initialize(), models),
                                   discrepancies=discrepancies.astype(np.float32))
   alpha = np.full([_NUM_DEVICES, _NUM_DEVICES], 1 / _NUM_DEVICES)
-  lambdas = np.full(_NUM_DEVICES, 1 / _NUM_DEVICES)
+  lambdas = np.full(_NUM_DEVICES, 1 / _NUM_DEVICES) if lambdas is None else np.array(lambdas)
+  gammas = np.full(_NUM_DEVICES, gamma) if gamma else None
   num_examples = np.array(_SIZES, np.float64)
   for _ in range(3):
     losses, signs = _reference_reports(arrays, models)
     new_alpha = reference.alpha_step(losses, discrepancies, alpha, lambdas, num_examples, pen_scale, mu)
     weighting = alpha if update_order == 'w_then_alpha' else new_alpha
     expected_objective = reference.objective(losses, discrepancies, alpha, lambdas, num_examples, pen_scale)
-    models = reference.sign_step(models, signs, weighting, lambdas, eta)
+    models = reference.sign_step(models, signs, weighting, lambdas, eta, gammas)
     alpha = new_alpha
     state, metrics = process.next(state, _datasets(arrays))
     np.testing.assert_allclose(_models(state), models, atol=1e-6)

@@ -13,7 +13,8 @@ from w~ (server SGD with learning rate 1) gives the aggregate of the local model
 
 Table 1 of the paper as arguments: FedAvg is (mean, lambda=1, sigma=0); FedProx with proximal strength
 mu is variant 'fedprox' (Psi = indicator of 0, so theta = 0) with lambda=1, sigma=mu and client learning
-rate eta (TFF's FedProx with learning rate eta kappa); RFA is `model_aggregator=` a geometric median with
+rate eta (FedProx with learning rate eta kappa: `tff_robust.processes.fedprox`, not TFF's, whose proximal term
+has the opposite sign, NOTES.md); RFA is `model_aggregator=` a geometric median with
 lambda=1, sigma=0; local training without FL is sigma=0, lambda=0.
 """
 

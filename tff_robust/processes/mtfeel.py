@@ -88,7 +88,8 @@ def build_mtfeel_process(
     `artifacts(state)` gives alpha and the discrepancies. Metrics: `client_work/train/loss` (mean over
     devices of Lhat(w_m, S_m)), `client_work/num_empty_datasets` (devices without data), `aggregator/` (the
     channel's `bits`, `bit_errors`, `outages`, `uplink_bits` with the losses, `num_nonfinite_clients`) and
-    `server/` (`objective` (7) at (W^t, alpha^t), `weight_change` and `alpha_change`: mean over k of
+    `server/` (`objective` (7) at (W^t, alpha^t) without its gamma_k ||w_k||_2 term, so (7) itself at the
+    default gamma = 0, `weight_change` and `alpha_change`: mean over k of
     ||w_k^{t+1} - w_k^t||^2 and ||alpha_k^{t+1} - alpha_k^t||^2, the paper's Fig. 3).
 
   Raises:

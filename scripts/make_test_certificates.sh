@@ -30,6 +30,8 @@ done
 
 umask 077
 mkdir -p "$out/worker" "$out/driver"
+# Files of an earlier run keep their mode when overwritten (cp, openssl -out), whatever the umask: remove them first.
+rm -f "$out"/ca.{pem,key} "$out"/worker/{server.pem,server.key,client_ca.pem} "$out"/driver/{ca.pem,client.pem,client.key}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 days=30
@@ -61,4 +63,5 @@ cp "$out/ca.pem" "$out/worker/client_ca.pem"
 cp "$work/client.pem" "$work/client.key" "$out/driver/"
 cp "$out/ca.pem" "$out/driver/ca.pem"
 chmod 644 "$out"/ca.pem "$out"/worker/*.pem "$out"/driver/*.pem
+chmod 600 "$out"/ca.key "$out"/worker/server.key "$out"/driver/client.key
 echo "certificates for ${names[*]} in $out: worker/ for each compute host, driver/ for the driving machine" >&2

@@ -18,6 +18,7 @@ from tests import repository
 from tests.runtime import worker_services
 from tff_robust.runtime import execution_context
 from tff_robust.runtime import worker_channels
+from tff_robust.runtime import worker_tls
 
 
 @pytest.fixture(scope='module')
@@ -183,3 +184,20 @@ def test_a_close_or_a_reset_during_the_handshake_is_the_workers_refusal(last_err
 def test_a_refused_connect_is_waited_out_not_called_a_refusal():
   last_error = 'ipv6:%5B::1%5D:7: Failed to connect to remote host: connect: Connection refused (111)'
   assert worker_channels.check_handshake(_FailingChannel(last_error), 'localhost:7') is None
+
+
+def test_the_drivers_private_key_stays_out_of_the_credentials_repr(certificates):
+  credentials = worker_tls.client_credentials(f'{certificates["ours"]}/driver')
+  assert b'PRIVATE KEY' in credentials.private_key
+  assert 'PRIVATE KEY' not in repr(credentials) and 'private_key' not in repr(credentials)
+
+
+def test_the_certificate_script_leaves_private_keys_readable_by_their_owner_only_also_when_rerun(tmp_path):
+  directory = tmp_path / 'certificates'
+  keys = [directory / 'ca.key', directory / 'worker' / 'server.key', directory / 'driver' / 'client.key']
+  worker_services.make_certificates(directory, 'localhost')
+  for key in keys:
+    key.chmod(0o644)  # as an earlier run, or another tool, may have left them
+  worker_services.make_certificates(directory, 'localhost')
+  assert {key.name: oct(key.stat().st_mode & 0o777) for key in keys} == {
+      'ca.key': '0o600', 'server.key': '0o600', 'client.key': '0o600'}

@@ -9,6 +9,13 @@ fails the handshake (no certificate, another authority's, an expired one, plain 
 `HANDSHAKE_TIMEOUT_SECONDS`) never reaches the worker and is logged in one line; an accepted one is logged with its
 certificate's subject.
 
+Floods. At most `MAX_PENDING_HANDSHAKES` connections are in their handshake at once; further ones wait, unaccepted,
+in the listener's backlog until one ends (within the timeout). So connections that send nothing cost the relay a
+bounded number of open files, and an accept that fails anyway (out of open files or memory: EMFILE, ENFILE,
+ENOBUFS, ENOMEM) is logged and retried after `ACCEPT_RETRY_SECONDS`, never the end of the relay (until 2026-12-05
+it was: a flood of silent connects as large as the open-file limit stopped it for good). Such a flood still
+delays the clients that arrive during it, by up to the handshake timeout.
+
 One asyncio event loop serves every connection: OpenSSL's connection objects must not be read and written from
 two threads at once, which the launcher's thread-per-direction relay for plain streams would do. The standard
 library's `ssl` does all cryptography.
@@ -24,6 +31,8 @@ import time
 from typing import NoReturn
 
 HANDSHAKE_TIMEOUT_SECONDS = 10.0
+MAX_PENDING_HANDSHAKES = 64
+ACCEPT_RETRY_SECONDS = 0.1
 _WORKER_CONNECT_TIMEOUT_SECONDS = 60.0
 _CHUNK_BYTES = 1 << 20
 
@@ -77,8 +86,10 @@ async def _handshake(connection: socket.socket, context: ssl.SSLContext):
   return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
-async def _relay(connection: socket.socket, peer: str, port: int, context: ssl.SSLContext) -> None:
-  """Relays one accepted connection to the worker if its TLS handshake succeeds; logs what it did."""
+async def _relay(connection: socket.socket, peer: str, port: int, context: ssl.SSLContext,
+                 handshake_slots: asyncio.Semaphore) -> None:
+  """Relays one accepted connection to the worker if its TLS handshake succeeds; logs what it did. Releases its
+  slot of `handshake_slots` (taken before the accept) when the handshake ends."""
   try:
     client_reader, client_writer = await _handshake(connection, context)
   except OSError as error:  # ssl.SSLError, a timeout (ConnectionAbortedError saying so), the client hanging up
@@ -86,6 +97,8 @@ async def _relay(connection: socket.socket, peer: str, port: int, context: ssl.S
               'the client closed the connection during the TLS handshake (does it trust this worker\'s certificate?)')
     log(f'refused a connection from {peer}: {reason}')
     return
+  finally:
+    handshake_slots.release()
   log(f'accepted a connection from {peer} (client certificate {_subject(client_writer.get_extra_info("peercert"))})')
   try:
     worker_reader, worker_writer = await _open_worker(port)
@@ -100,9 +113,17 @@ async def _serve(listener: socket.socket, port: int, context: ssl.SSLContext) ->
   loop = asyncio.get_running_loop()
   listener.setblocking(False)
   relays = set()  # the event loop keeps only weak references to tasks
+  handshake_slots = asyncio.Semaphore(MAX_PENDING_HANDSHAKES)
   while True:
-    connection, address = await loop.sock_accept(listener)
-    relay = asyncio.create_task(_relay(connection, _endpoint(address), port, context))
+    await handshake_slots.acquire()
+    try:
+      connection, address = await loop.sock_accept(listener)
+    except OSError as error:  # out of open files or memory for now (see the module docstring)
+      handshake_slots.release()
+      log(f'could not accept a connection ({error}); retrying in {ACCEPT_RETRY_SECONDS} s')
+      await asyncio.sleep(ACCEPT_RETRY_SECONDS)
+      continue
+    relay = asyncio.create_task(_relay(connection, _endpoint(address), port, context, handshake_slots))
     relays.add(relay)
     relay.add_done_callback(relays.discard)
 

@@ -176,7 +176,11 @@ def _connect_to_worker(port: int) -> socket.socket:
 def _relay(listener: socket.socket, port: int) -> None:
   """Forever: accepts a stream on `listener` and joins it to a new connection to the worker's port."""
   while True:
-    client, _ = listener.accept()
+    try:
+      client, _ = listener.accept()
+    except OSError:  # out of open files or memory for now (EMFILE, ENFILE, ENOBUFS): retry, as tls_relay does
+      time.sleep(tls_relay.ACCEPT_RETRY_SECONDS)
+      continue
     if client.family != socket.AF_UNIX:
       client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:

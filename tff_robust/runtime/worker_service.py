@@ -15,8 +15,8 @@ worker's `worker_launcher`, which makes it die with this process), and a relay f
 `--listen` (127.0.0.1 unless told otherwise, i.e. this host only) in the host's network:
 
 - By default (127.0.0.1, no TLS) only this host's processes can connect, every local user's included; from another
-  host, through an SSH tunnel (`ssh -N -L 8000:localhost:8000 compute-host` on the driver, then
-  `--tff_worker_address=localhost:8000`), with no firewall rule.
+  host, through an SSH tunnel (`ssh -N -L 127.0.0.1:8000:127.0.0.1:8000 compute-host` on the driver,
+  then `--tff_worker_address=127.0.0.1:8000`), with no firewall rule.
 - With `--tls_cert`, `--tls_key` and `--tls_client_ca` the relay speaks mutual TLS (`tls_relay`): it presents the
   certificate and accepts only clients whose certificate the client CA signed; the driver checks the worker's
   certificate against its own CA (`--tff_worker_credentials`). Every refused connection is logged in one line.
@@ -151,7 +151,8 @@ def _who_can_connect(address: str, is_loopback: bool, tls: bool) -> str:
             'connection is logged here')
   if is_loopback:
     return ('unauthenticated, this host only: any user of this host can connect and run code as this user; other '
-            f'hosts through an SSH tunnel (ssh -N -L {_PORT.value}:localhost:{_PORT.value} THIS_HOST) or with --tls_*')
+            f'hosts through an SSH tunnel (ssh -N -L 127.0.0.1:{_PORT.value}:127.0.0.1:{_PORT.value} THIS_HOST) '
+            'or with --tls_*')
   where = f'every network interface (port {_PORT.value})' if ipaddress.ip_address(address).is_unspecified else \
       _endpoint(address)
   return _EXPOSURE_WARNING.format(where=where)

@@ -24,10 +24,11 @@ HTTP2 = 'h2'  # gRPC runs over HTTP/2 and checks that TLS negotiated it (ALPN)
 
 @dataclasses.dataclass(frozen=True)
 class ClientCredentials:
-  """The driver's PEM files' contents, as `grpc.ssl_channel_credentials` takes them."""
+  """The driver's PEM files' contents, as `grpc.ssl_channel_credentials` takes them; the key is left out of its
+  repr (a log line, a debugger or a test's traceback would print it)."""
   root_certificates: bytes
   certificate_chain: bytes
-  private_key: bytes
+  private_key: bytes = dataclasses.field(repr=False)
 
 
 def _read(path: str, label: str) -> bytes:

@@ -34,6 +34,11 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       remaining `num_passes - 1` calls are Weiszfeld re-weightings (Algorithm 2 started at the mean).
     - `init='zero'`: v^(0) = 0, so every call is a Weiszfeld step; `num_passes=1` is one-step RFA
       (Algorithm 3), beta_i = alpha_i / max(nu, ||w_i||). This only makes sense on model deltas.
+  The start matters when clients may scale their updates: the mean follows a client sending c times the honest
+  norm by its weight share times c, and the error after R passes grows with ||v^(0) - v*||^2 (Prop. 2), while
+  from zero a client pulls the first step by at most its weight (alpha_i w_i / ||w_i||). On digits at rho = 0.2
+  (one seed), updates scaled to 1000 times the honest median norm broke RFA's default (mean, 3 passes: a
+  non-finite model) where init='zero' with 3 passes kept 0.831 (docs/guides/attacks.md).
   Norms are taken over the whole value (all tensors together), not per tensor.
 
   Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; if no

@@ -52,6 +52,19 @@ def test_clipped_count_is_the_clients_beyond_tau_at_the_last_iterate():
   assert measurements['clipped_count'] == np.count_nonzero(np.linalg.norm(points - center, axis=1) > tau)
 
 
+def test_clients_of_weight_zero_are_not_counted_as_clipped():
+  # As a norm filter before centered clipping leaves its dropped clients (zeros with weight 0).
+  tau, num_iterations = 0.5, 4
+  points, weights = _cloud(3)
+  points += 3.0  # the iterate moves away from the origin, where the dropped clients' zeros sit
+  points[:2], weights[:2] = 0.0, 0.0
+  process = centered_clipping.CenteredClippingFactory(tau, num_iterations).create(*two_tensor_points.TYPES)
+  _, _, measurements = two_tensor_points.run_round(process, process.initialize(), points, weights)
+  center = _reference(points[2:], weights[2:], tau, num_iterations - 1, np.zeros(5))
+  assert np.linalg.norm(center) > tau  # so the zero rows would be beyond tau
+  assert measurements['clipped_count'] == np.count_nonzero(np.linalg.norm(points[2:] - center, axis=1) > tau)
+
+
 def test_nonfinite_clients_are_left_out_and_counted():
   points, weights = _cloud(4)
   points[5, 1] = np.inf

@@ -101,8 +101,15 @@ def test_a_new_component_is_one_implementation_and_one_registry_entry(monkeypatc
 
 
 def test_the_runs_seed_reaches_the_defence_chain_for_its_noise(monkeypatch):
-  built = {}
-  monkeypatch.setattr(defences, 'build_factory', lambda spec, **kwargs: built.update(spec=spec, **kwargs))
+  built = []
+  monkeypatch.setattr(defences, 'build_factory', lambda spec, **kwargs: built.append((spec, kwargs['seed'])))
   config = algorithms.AlgorithmConfig(defence='rlr>weak_dp')
   algorithms.check_settings('fedavg', config, clients_per_round=10, seed=7)
-  assert built['spec'] == 'rlr>weak_dp' and built['seed'] == 7
+  assert ('rlr>weak_dp', 7) in built
+
+
+@pytest.mark.parametrize('spec', ['krum', 'clipping(c=1)>krum', 'nnm>krum', 'norm_filter(k=2)>bulyan'])
+def test_a_cohort_too_small_for_the_rule_that_ends_a_chain_is_refused(spec):
+  config = algorithms.AlgorithmConfig(defence=spec, num_byzantine=2)
+  with pytest.raises(ValueError, match='clients_per_round=5 is too small: .* cannot aggregate 5 clients per round'):
+    algorithms.check_settings('fedavg', config, clients_per_round=5)

@@ -55,7 +55,8 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
 
   Measurements:
     - `secure_average_calls`: inner weighted-mean calls (= `num_iterations`).
-    - `clipped_count`: clients whose residual w_i - v was clipped (||w_i - v|| > tau) in the last iteration.
+    - `clipped_count`: clients of positive weight whose residual w_i - v was clipped (||w_i - v|| > tau) in the
+      last iteration.
     - `num_nonfinite_clients`: clients whose value or weight was not finite (summed by `count_factory`).
     - `mean`: measurements of the last inner weighted-mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
@@ -101,13 +102,14 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     count_process = self._count_factory.create(tff.TensorType(np.int32))
     clip_radius = self._clip_radius
 
-    @tff.tensorflow.computation(wide_type, wide_type)
-    def clipped_residual(value, center):
-      """(clip(w - v, tau), 1 if ||w - v|| > tau else 0)."""
+    @tff.tensorflow.computation(wide_type, wide_type, wide_weight_type)
+    def clipped_residual(value, center, weight):
+      """(clip(w - v, tau), 1 if ||w - v|| > tau and the client has weight, else 0): a client left out with
+      weight 0 (non-finite, or dropped by a norm filter before) is not counted as clipped."""
       residual = tf.nest.map_structure(tf.subtract, value, center)
       factor = prox_ops.clip_factor(residual, 'l2', clip_radius)
       clipped = tf.nest.map_structure(lambda t: tf.cast(factor, t.dtype) * t, residual)
-      return clipped, tf.cast(factor < 1.0, tf.int32)
+      return clipped, tf.cast(tf.logical_and(factor < 1.0, weight > 0), tf.int32)
 
     @tff.tensorflow.computation(wide_type, wide_type)
     def step(center, mean_residual):
@@ -126,7 +128,7 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
       count = count_process.next(count_process.initialize(), nonfinite)
       mean_state, center = state[0], state[1]
       for _ in range(self._num_iterations):
-        residual = tff.federated_map(clipped_residual, (value, tff.federated_broadcast(center)))
+        residual = tff.federated_map(clipped_residual, (value, tff.federated_broadcast(center), weight))
         output = mean_process.next(mean_state, residual[0], weight)
         mean_state = output.state
         center = tff.federated_map(step, (center, output.result))

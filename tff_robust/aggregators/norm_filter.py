@@ -21,7 +21,9 @@ Secure aggregation: the quantile's passes are weighted means of 0/1 indicators a
 0/1 flags, so with secure factories there (`quantile_factory`'s `mean_factory` of `SecureSumFactory`s,
 `count_factory=SecureSumFactory(1, 0)`) and a secure `inner_factory` (`CenteredClippingFactory` with
 `centered_clipping.secure_mean_factory`) every client value reaches the server through a secure sum
-(`privacy.assert_client_values_aggregated_securely`). The server learns r_q and how many clients were dropped.
+(`privacy.assert_client_values_aggregated_securely`). The server learns r_q, how many clients were dropped and
+the histogram search's shares: per pass, the weight share of norms below each of its B + 1 edges (the first pass
+spans every scale, so it tells the norms apart within about a factor of 2; the second within 0.27% near r_q).
 """
 
 from typing import Optional
@@ -40,8 +42,9 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
   """`WeightedAggregationFactory` running `inner_factory` over the clients with ||w_i|| <= multiplier r_level.
 
   Clients with a non-finite value or norm (or a non-finite weight) are dropped too. The quantile is taken in
-  float32 (float64 for float64 values); `SecureHistogramQuantileFactory` returns the lower edge of a bin of
-  relative width 0.27% holding the exact quantile, so the threshold is at most that much below k r_q.
+  float32 (float64 for float64 values); `SecureHistogramQuantileFactory` returns the lower edge of a bin
+  holding the exact quantile, of relative width 0.27% in float32 for norms above 1 (0.0027 absolute below; in
+  float64, whose range is wider, about 2.2% and 0.022), so the threshold is at most that much below k r_q.
 
   State and measurements: `norm_gating`'s; `threshold` is k r_q, the largest norm kept, and `num_dropped_clients`
   counts the clients whose weight was set to 0 (summed by `count_factory`).

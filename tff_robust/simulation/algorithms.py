@@ -127,6 +127,16 @@ def model_aggregator(
   raise ValueError(f'algorithm must be one of {ALGORITHM_NAMES}, got {name!r}')
 
 
+def _chain_rule(name: str, config: AlgorithmConfig, clients_per_round: Optional[int], seed: int):
+  """The rule that ends the defence chain of `name` (after its pre-aggregators, e.g. Krum in 'clipping(c=1)>krum'),
+  built alone; None for an algorithm without a chain."""
+  if name not in DEFENCE_ALGORITHM_NAMES:
+    return None
+  chain = defences.parse(config.defence if config.defence is not None else defence_spec(name, config))
+  return defences.build_factory(defences.DefenceChain((), chain.rule), clients_per_round=clients_per_round,
+                                num_byzantine=config.num_byzantine, seed=seed)
+
+
 def check_settings(
     name: str, config: AlgorithmConfig, *, clients_per_round: Optional[int] = None,
     update_attack: Optional[str] = None, seed: int = 0,
@@ -145,9 +155,10 @@ def check_settings(
   if config.defence is not None and name != 'fedavg':
     raise ValueError(f'a defence ({config.defence!r}) is the aggregator of fedavg; {name} has its own')
   aggregator = model_aggregator(name, config, clients_per_round, seed)
-  if isinstance(aggregator, gathering.GatheringRobustFactory) and clients_per_round is not None:
+  rule = _chain_rule(name, config, clients_per_round, seed)
+  if isinstance(rule, gathering.GatheringRobustFactory) and clients_per_round is not None:
     try:
-      aggregator.check_clients_per_round(clients_per_round)
+      rule.check_clients_per_round(clients_per_round)
     except ValueError as error:
       raise ValueError(f'clients_per_round={clients_per_round} is too small: {error}') from None
   if update_attack is not None and (

@@ -12,11 +12,12 @@ Here, as the norm filter does (`norm_filter`), no norm leaves a client: each cli
 broadcasts the threshold, each client clips its own update and hands it, with its own weight, to
 `inner_factory`. With secure sums in the quantile, the clipped count and `inner_factory`, every client value
 reaches the server through a secure sum (`privacy.assert_client_values_aggregated_securely`); the server
-learns the threshold and how many clients were clipped.
+learns the threshold, how many clients were clipped and the histogram search's shares (the weight share of
+norms below each bin edge of each pass: `norm_filter`'s module docstring).
 
 How this differs from the paper:
   - The secure quantile returns the lower edge eta of a bin of relative width 0.27% (|C| > 1; 0.0027 absolute
-    below) holding C, so the threshold is eta in [C - bin_width, C]: the clients with norm in (eta, C] are
+    below; about 2.2% and 0.022 in float64) holding C, so the threshold is eta in [C - bin_width, C]: the clients with norm in (eta, C] are
     clipped too (the client of norm C among them, so `num_clipped_clients` is k + 1 when eta < C), and each
     update moves by at most `bin_width`. `quantile.exact_quantile_factory(tau)` (gathers
     the norms: not secure) gives the paper's C exactly.

@@ -225,6 +225,8 @@ def run() -> int:
     return exit_statuses.INTERRUPTED
   except metrics_csv.DamagedMetricsError as error:
     raise train_flags.Refusal(str(error)) from None
+  except training_loop.ResumeRefused as error:
+    raise train_flags.Refusal(f'--{error}') from None
   except composing_context.WorkerUnavailable as error:
     print(f'error: {error}. The same command resumes the run from its newest checkpoint, if it has one.',
           file=sys.stderr)

@@ -75,3 +75,27 @@ def test_a_damaged_metrics_file_is_repaired_after_the_checkpoint_and_refused_bef
   (line,) = [line for line in refused.stderr.splitlines() if 'metrics.csv' in line]  # (and the GPU line)
   assert line.startswith('error: ') and 'metrics.csv is damaged' in line and 'round(s) 1' in line, line
   assert '--overwrite' in line
+
+
+@pytest.mark.slow
+def test_a_checkpointed_run_is_neither_cut_short_nor_restarted(tmp_path):
+  first = train_runs.train_here(tmp_path, *_FLAGS, '--algorithm=fedavg', '--total_rounds=3', '--rounds_per_eval=3')
+  assert first.returncode == 0, first.stderr[-3000:]
+  summary, _ = train_runs.outputs(tmp_path)
+
+  # Fewer rounds than the checkpoint reached: refused (it summarized round 2 beside round 3's model until 2026-12-05).
+  refused = train_runs.train(tmp_path, *_FLAGS, '--algorithm=fedavg', '--total_rounds=2', '--rounds_per_eval=3',
+                             timeout=120)
+  assert refused.returncode == 2, refused.stderr[-3000:]
+  assert 'Traceback' not in refused.stderr, refused.stderr[-3000:]
+  line = refused.stderr.splitlines()[-1]  # after the worker's start-up notes
+  assert '--total_rounds=2 is below the round this run has reached (3' in line, line
+  assert train_runs.outputs(tmp_path)[0] == summary
+
+  # Without --rounds_per_checkpoint the same run resumes (until 2026-12-05 it restarted from round 1).
+  flags = [flag for flag in _FLAGS if not flag.startswith('--rounds_per_checkpoint')]
+  continued = train_runs.train(tmp_path, *flags, '--algorithm=fedavg', '--total_rounds=4', '--rounds_per_eval=3')
+  assert continued.returncode == 0, continued.stderr[-3000:]
+  assert 'resumed from round 3 of 4' in continued.stdout
+  summary, rows = train_runs.outputs(tmp_path)
+  assert summary['rounds'] == 4 and [row['round'] for row in rows] == ['1', '2', '3', '4']

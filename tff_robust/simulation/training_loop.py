@@ -37,6 +37,10 @@ class Interrupted(KeyboardInterrupt):
   """A KeyboardInterrupt (Ctrl-C) during `run_training`; its message says where the run can be resumed from."""
 
 
+class ResumeRefused(ValueError):
+  """The output directory's checkpointed run cannot be resumed as asked; the message names the argument."""
+
+
 def default_clients_per_round(task: base.Task, default: int, *, every_client_every_round: bool) -> int:
   """Every client of `task` if each trains in every round (MtFEEL, signSGD), else `default` or all, if fewer."""
   num_clients = len(task.train_data.client_ids)
@@ -103,7 +107,8 @@ def run_training(
   With `rounds_per_checkpoint` > 0 the run is checkpointed every that many rounds in
   `<output_dir>/checkpoints` (`checkpoints.RunCheckpointer`: server state, sampler RNG, counters and client
   states), and a run started on an output directory with a checkpoint resumes from the newest readable one,
-  printing `resumed from round k of N`; its `metrics.csv` keeps the rows of rounds 1..k (a damaged line after them,
+  printing `resumed from round k of N` (with `rounds_per_checkpoint` 0 too, which then saves no new one: a run is
+  never restarted over its own checkpoints; one whose checkpoint is beyond `total_rounds` raises `ResumeRefused`); its `metrics.csv` keeps the rows of rounds 1..k (a damaged line after them,
   such as a killed run's torn last line, is dropped with a warning; damage to those rows raises
   `metrics_csv.DamagedMetricsError`). (Whether the directory's run has the same settings is the caller's to
   check: `run_settings`.) A KeyboardInterrupt (Ctrl-C) during the rounds raises `Interrupted`, whose message says
@@ -161,16 +166,20 @@ def run_training(
   store = client_state_store.ClientStateStore(
       os.path.join(output_dir, 'client_states'), process.initial_client_state(state)
   ) if stateful else None
-  checkpointer = (checkpoints.RunCheckpointer(os.path.join(output_dir, 'checkpoints'), store)
-                  if rounds_per_checkpoint else None)
+  checkpointer = checkpoints.RunCheckpointer(os.path.join(output_dir, 'checkpoints'), store)  # saves if asked
   progress_state = collections.OrderedDict(
       server_state=state, rng=checkpoints.rng_state_to_json(rng), secure_average_calls=0,
       round_seconds=np.zeros([0], np.float64),
   )
   first_round = 1
-  restored = checkpointer.restore_latest(progress_state) if checkpointer else None
+  restored = checkpointer.restore_latest(progress_state)
   if restored is not None:
     last_round, progress_state = restored
+    if last_round > total_rounds:
+      raise ResumeRefused(
+          f'total_rounds={total_rounds} is below the round this run has reached ({last_round}, checkpoint in '
+          f'{checkpointer.root_dir}): give total_rounds >= {last_round} to resume it, or start afresh elsewhere'
+      )
     first_round = last_round + 1
     state, rng = progress_state['server_state'], checkpoints.rng_from_json(progress_state['rng'])
     tqdm.tqdm.write(f'resumed from round {last_round} of {total_rounds} (checkpoint in {checkpointer.root_dir})')
@@ -275,7 +284,7 @@ def run_training(
       progress.set_postfix(loss=released.get('train/loss', float('nan')), refresh=False)
       if nonfinite_round is not None or stop_round is not None:
         break
-      if checkpointer is not None and round_num % rounds_per_checkpoint == 0:
+      if rounds_per_checkpoint and round_num % rounds_per_checkpoint == 0:
         checkpointer.save(round_num, collections.OrderedDict(
             server_state=state, rng=rng_after_round, secure_average_calls=secure_average_calls,
             round_seconds=np.asarray(round_seconds, np.float64),
@@ -285,7 +294,8 @@ def run_training(
   except KeyboardInterrupt:
     progress.close()
     raise Interrupted(_interruption_message(
-        round_num, total_rounds, checkpoint_round, checkpointer and checkpointer.root_dir
+        round_num, total_rounds, checkpoint_round,
+        checkpointer.root_dir if rounds_per_checkpoint or checkpoint_round is not None else None
     )) from None
   finally:
     prefetcher.close()

@@ -55,8 +55,8 @@ CLIENTS_PER_ROUND = flags.DEFINE_integer(
 )
 ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
     'rounds_per_checkpoint', 0,
-    'Checkpoint every this many rounds (0: never); the same command on an output directory with a checkpoint '
-    'resumes (a larger --total_rounds continues the run).',
+    'Checkpoint every this many rounds (0: never); a command on an output directory with a checkpoint resumes '
+    'from it, whatever this flag (a larger --total_rounds continues the run).',
     lower_bound=0,
 )
 SEED = flags.DEFINE_integer('seed', 0, 'Seed of client sampling and model initialisation.', lower_bound=0)

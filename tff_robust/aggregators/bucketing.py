@@ -39,8 +39,9 @@ What the server learns: the two key histograms (random keys, no identities), and
 weight and weighted mean of s clients; with an inner rule of secure sums (`SecureGeometricMedianFactory`)
 nothing else. A bucket of one client reveals that client's update all the same (its secure "mean" is the update):
 with s = 1, or in the last bucket when the cohort size n has n mod s = 1 (n = 10, s = 3: sizes 3, 3, 3, 1), and
-where ties leave a bucket short. Choose s >= 2 dividing the cohort size where that matters. So with `sum_factory` and `count_factory` secure sums (`SecureSumFactory`) every client value
-reaches the server through a secure sum (`privacy.assert_client_values_aggregated_securely`). A deployment
+where ties leave a bucket short. Choose s >= 2 dividing the cohort size where that matters. So with `sum_factory`
+and `count_factory` secure sums (`SecureSumFactory`) every client value reaches the server through a secure sum
+(`privacy.assert_client_values_aggregated_securely`). A deployment
 would instead let the server assign clients to buckets and run one secure aggregation per bucket; here
 clients choose their bucket, so a Byzantine client that deviates from the protocol
 could pick its bucket (the simulated attacks, `UpdateCorruptionFactory`, do not).

@@ -6,8 +6,9 @@ such as 'alie(z=1)': `tff_robust.core.attacks.catalog`) change what it sends
 (`tff_robust.aggregators.update_corruption`). Targeted attacks (`TARGETED_ATTACKS`, specs such as
 'backdoor(target=0)': `tff_robust.core.attacks.targeted_catalog`) poison its raw data with the task's pixel trigger
 (`Task.backdoor`), or for the edge case replace a share of its examples, at the same positions, by examples of the
-task's edge-case pool labelled the target (`tff_robust.core.attacks.edge_case`), and may also run an update attack on what it sends (model replacement's
-boost). An `AttackWindow` limits the rounds in which the corrupted clients attack.
+task's edge-case pool labelled the target (`tff_robust.core.attacks.edge_case`), and may also run an update
+attack on what it sends (model replacement's boost). An `AttackWindow` limits the rounds in which the corrupted
+clients attack.
 """
 
 import dataclasses

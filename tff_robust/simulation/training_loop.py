@@ -108,7 +108,8 @@ def run_training(
   `<output_dir>/checkpoints` (`checkpoints.RunCheckpointer`: server state, sampler RNG, counters and client
   states), and a run started on an output directory with a checkpoint resumes from the newest readable one,
   printing `resumed from round k of N` (with `rounds_per_checkpoint` 0 too, which then saves no new one: a run is
-  never restarted over its own checkpoints; one whose checkpoint is beyond `total_rounds` raises `ResumeRefused`); its `metrics.csv` keeps the rows of rounds 1..k (a damaged line after them,
+  never restarted over its own checkpoints; one whose checkpoint is beyond `total_rounds` raises
+  `ResumeRefused`); its `metrics.csv` keeps the rows of rounds 1..k (a damaged line after them,
   such as a killed run's torn last line, is dropped with a warning; damage to those rows raises
   `metrics_csv.DamagedMetricsError`). (Whether the directory's run has the same settings is the caller's to
   check: `run_settings`.) A KeyboardInterrupt (Ctrl-C) during the rounds raises `Interrupted`, whose message says

@@ -16,11 +16,11 @@ learns the threshold, how many clients were clipped and the histogram search's s
 norms below each bin edge of each pass: `norm_filter`'s module docstring).
 
 How this differs from the paper:
-  - The secure quantile returns the lower edge eta of a bin of relative width 0.27% (|C| > 1; 0.0027 absolute
-    below; about 2.2% and 0.022 in float64) holding C, so the threshold is eta in [C - bin_width, C]: the clients with norm in (eta, C] are
-    clipped too (the client of norm C among them, so `num_clipped_clients` is k + 1 when eta < C), and each
-    update moves by at most `bin_width`. `quantile.exact_quantile_factory(tau)` (gathers
-    the norms: not secure) gives the paper's C exactly.
+  - The secure quantile returns the lower edge eta of a bin of relative width 0.27% (|C| > 1; 0.0027 absolute below;
+    about 2.2% and 0.022 in float64) holding C, so the threshold is eta in [C - bin_width, C]: the clients with norm in
+    (eta, C] are clipped too (the client of norm C among them, so `num_clipped_clients` is k + 1 when eta < C), and each
+    update moves by at most `bin_width`. `quantile.exact_quantile_factory(tau)` (gathers the norms: not secure) gives
+    the paper's C exactly.
   - Weights: the paper counts vectors. So does this factory: every client with a finite update and a finite
     weight > 0 counts once in the quantile, whatever its weight (`tff.aggregators` weights only enter
     `inner_factory`). n is the cohort size given at construction; in a round where only m < n clients count

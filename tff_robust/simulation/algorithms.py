@@ -100,6 +100,12 @@ def defence_spec(name: str, config: AlgorithmConfig) -> str:
   }[name]
 
 
+def _chain_spec(name: str, config: AlgorithmConfig) -> str:
+  """The defence chain algorithm `name` (one of `DEFENCE_ALGORITHM_NAMES`) runs: `config.defence` if set, else its
+  alias's (`defence_spec`)."""
+  return config.defence if config.defence is not None else defence_spec(name, config)
+
+
 def model_aggregator(
     name: str, config: AlgorithmConfig, clients_per_round: Optional[int] = None, seed: int = 0
 ) -> Optional[tff.aggregators.WeightedAggregationFactory]:
@@ -110,9 +116,8 @@ def model_aggregator(
   their spec sets one). Chains with bucketing or ARC need `clients_per_round`.
   """
   if name in DEFENCE_ALGORITHM_NAMES:
-    spec = config.defence if config.defence is not None else defence_spec(name, config)
-    return defences.build_factory(spec, clients_per_round=clients_per_round, num_byzantine=config.num_byzantine,
-                                  seed=seed)
+    return defences.build_factory(_chain_spec(name, config), clients_per_round=clients_per_round,
+                                  num_byzantine=config.num_byzantine, seed=seed)
   if name in ('delta_fl', 'local_only', 'fedsgd', 'fedprox'):
     return tff.aggregators.MeanFactory(no_nan_division=True)
   if name.startswith('fedplus_'):
@@ -132,7 +137,7 @@ def _chain_rule(name: str, config: AlgorithmConfig, clients_per_round: Optional[
   built alone; None for an algorithm without a chain."""
   if name not in DEFENCE_ALGORITHM_NAMES:
     return None
-  chain = defences.parse(config.defence if config.defence is not None else defence_spec(name, config))
+  chain = defences.parse(_chain_spec(name, config))
   return defences.build_factory(defences.DefenceChain((), chain.rule), clients_per_round=clients_per_round,
                                 num_byzantine=config.num_byzantine, seed=seed)
 
@@ -188,8 +193,8 @@ def defence_stacked_rule(name: str, config: AlgorithmConfig, clients_per_round: 
   stacked TensorFlow rule (`defences.stacked_rule`)."""
   if clients_per_round is None:
     raise ValueError(f'a white-box attack on {name} needs clients_per_round (its defence is simulated on the cohort)')
-  spec = config.defence if config.defence is not None else defence_spec(name, config)
-  return defences.stacked_rule(spec, clients_per_round=clients_per_round, num_byzantine=config.num_byzantine)
+  return defences.stacked_rule(_chain_spec(name, config), clients_per_round=clients_per_round,
+                               num_byzantine=config.num_byzantine)
 
 
 def build_learning_process(

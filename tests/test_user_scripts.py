@@ -94,7 +94,8 @@ def test_an_api_script_prints_only_tensorflows_logs_leaves_no_worker_and_no_empt
   assert status == 0, stderr[-3000:]
   assert left == [], f'TFF worker(s) {left} outlived the script'  # (its stdout and stderr were the script's)
   report = json.loads(stdout.splitlines()[-1])
-  assert report['aggregator'] == ['num_nonfinite_clients', 'objective', 'secure_average_calls'], report
+  aggregator_metrics = ['num_nonfinite_clients', 'objective', 'overflowed_passes', 'secure_average_calls']
+  assert report['aggregator'] == aggregator_metrics, report
   assert report['empty'] == [], report  # an empty 'mean' entry (TFF MeanFactory's measurements) until issue 34
   lines = stderr.splitlines()
   assert [line for line in lines if not _TENSORFLOW_LOG_LINE.search(line)] == [], stderr[-3000:]

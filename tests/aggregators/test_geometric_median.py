@@ -93,6 +93,30 @@ def test_no_weight_left_gives_a_zero_aggregate_not_nan(init):
   np.testing.assert_array_equal(result, np.zeros(5))
 
 
+@pytest.mark.parametrize('num_passes', [2, 4])
+def test_a_finite_client_that_overflows_the_mean_start_costs_one_pass_and_is_counted(num_passes):
+  # alpha |w_ij| = 3.5e38 exceeds float32's 3.4e38: the mean start is Inf. The remaining passes restart from
+  # v = 0, so the aggregate is the float64 reference's from zero with one pass fewer, where each client adds at
+  # most alpha_i to an entry; ||w_i|| = 2.2e38 and the distances stay finite in float32.
+  points, weights = _random_cloud(seed=6)
+  points[0], weights[0] = 1e38, 3.5
+  result, measurements = two_tensor_points.aggregate_once(_process(num_passes, 'mean'), points, weights)
+  expected = weiszfeld.smoothed_weiszfeld(points, weights, num_passes=num_passes - 1, smoothing=1e-6, init='zero')
+  np.testing.assert_allclose(result, expected.iterates[-1], rtol=1e-4, atol=1e-4)
+  assert np.linalg.norm(result - np.median(points[1:], axis=0)) < 5.0  # the inliers' median, not zero or Inf
+  assert measurements['overflowed_passes'] == 1 and measurements['num_nonfinite_clients'] == 0
+  _, clean = two_tensor_points.aggregate_once(_process(num_passes, 'mean'), points[1:], weights[1:])
+  assert clean['overflowed_passes'] == 0
+
+
+def test_an_overflow_in_the_last_pass_gives_a_zero_aggregate_and_is_counted():
+  points, weights = _random_cloud(seed=6)
+  points[0], weights[0] = 1e38, 3.5
+  result, measurements = two_tensor_points.aggregate_once(_process(1, 'mean'), points, weights)
+  np.testing.assert_array_equal(result, np.zeros(5))
+  assert measurements['overflowed_passes'] == 1
+
+
 def _secure_mean_factory():
   # SecureSumFactory quantises into a fixed number of levels over [lower, upper]: bounds must be tight.
   # Here values*weights stay below 100 and the Weiszfeld weights alpha/max(nu, ||v - w||) below 100.

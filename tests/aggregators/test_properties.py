@@ -332,16 +332,16 @@ def test_geometric_median_factory_converges_to_a_point_holding_most_of_the_weigh
   np.testing.assert_allclose(result, heavy, rtol=0, atol=1e-5 * _spread(points))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason='Weiszfeld weights alpha / max(nu, ||v - w||) reach alpha / nu at the iterate; with identical '
-    'clients sum(alpha) |x| / nu = 4 * 100 * 1e30 / 1e-6 overflows float32 and the aggregate is zeroed',
-)
-def test_geometric_median_factory_zeroes_identical_points_whose_weiszfeld_sum_overflows_float32():
+@pytest.mark.parametrize('num_passes', [2, 3, 4])
+def test_geometric_median_factory_keeps_identical_points_whose_weiszfeld_sum_overflows_float32(num_passes):
+  # At the iterate the Weiszfeld weights reach alpha / nu: sum(alpha) |x| / nu = 4 * 100 * 1e30 / 1e-6 overflows
+  # float32. Such a pass is not taken, so every pass after the mean keeps the mean, the points themselves.
   point = np.array([1e30, -1e30, 2e29, 0.0], np.float32)
-  result, _ = _aggregate('vector', np.tile(point, (4, 1)), np.full(4, 100.0), 'geometric_median', 3, 'mean', 1e-6)
+  result, measurements = _aggregate(
+      'vector', np.tile(point, (4, 1)), np.full(4, 100.0), 'geometric_median', num_passes, 'mean', 1e-6
+  )
   np.testing.assert_allclose(result, point, rtol=1e-6)
+  assert measurements['overflowed_passes'] == num_passes - 1
 
 
 # ---------------------------------------------------------------------------------------------------

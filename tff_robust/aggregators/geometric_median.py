@@ -44,6 +44,14 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
   Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; if no
   weight is left the aggregate is zero, never NaN.
 
+  Finite values can still overflow a pass's float32 sums (3.4e38): the mean start's sum_i alpha_i w_i once
+  alpha_i |w_ij| does (entries of 1e36 from a client of 340 examples), a Weiszfeld step's once the weights
+  alpha_i / nu near the iterate meet large values (identical clients at 1e30). A pass whose iterate has a NaN or
+  Inf entry is not taken: the iterate stays the one before it, which does not raise g, and the mean start's
+  falls back to v = 0, from which no client adds more than alpha_i to an entry of the next sum (beta_i |w_ij| =
+  alpha_i |w_ij| / max(nu, ||w_i||) <= alpha_i), so an overflowing client costs one pass, not the round. Only a
+  single overflowing mean pass (`num_passes=1`, 'mean') leaves zero. Such passes are counted (`overflowed_passes`).
+
   Types: what `tff.aggregators.MeanFactory` takes (floating values of any width, also mixed in a structure;
   a floating or integer scalar weight). The values are averaged in float32 (float64 if a tensor is float64),
   weights, distances and the beta_i are float32 (float64 with float64 values or weights), and the result has
@@ -60,6 +68,9 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       replaces a non-finite update by zeros with weight 0 first; `build_rfa_process` and
       `tff_robust.processes.build_fed_avg_process` count those clients in `client_work/num_nonfinite_updates`.
       Summed by `count_factory`.
+    - `overflowed_passes`: inner weighted-mean calls whose result had a NaN or Inf entry although every value
+      and weight reaching them was finite (a float overflow), and which were therefore not taken (see above).
+      Computed at the server from the calls' results: nothing more is summed.
     - `mean`: measurements of the last inner weighted-mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Secure aggregation: pass `mean_factory=tff.aggregators.MeanFactory(value_sum_factory=
@@ -137,6 +148,20 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
     def weiszfeld_weight_at_origin(value, weight):
       return weiszfeld_weight(value, weight, tf.nest.map_structure(tf.zeros_like, value))
 
+    def finite_or(center, fallback):
+      """(`center`, 0), or (`fallback`, 1) if `center` has a NaN or Inf entry."""
+      overflowed = tf.logical_not(structure_math.all_finite(center))
+      kept = tf.nest.map_structure(lambda new, old: tf.where(overflowed, old, new), center, fallback)
+      return kept, tf.cast(overflowed, tf.int32)
+
+    @tff.tensorflow.computation(wide_type, wide_type)
+    def finite_or_previous(center, previous):
+      return finite_or(center, previous)
+
+    @tff.tensorflow.computation(wide_type)
+    def finite_or_origin(center):
+      return finite_or(center, tf.nest.map_structure(tf.zeros_like, center))
+
     @tff.federated_computation()
     def init_fn():
       return mean_process.initialize()
@@ -146,10 +171,20 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       mean_state, objective_state = state, objective_process.initialize()
       count = count_process.next(count_process.initialize(), nonfinite)
 
-      center = None
+      center, overflows = None, []
+
+      def checked(output, previous):
+        """The pass's new state and iterate: `previous` (v = 0 if None) if it overflowed, counted."""
+        if previous is None:
+          kept = tff.federated_map(finite_or_origin, output.result)
+        else:
+          kept = tff.federated_map(finite_or_previous, (output.result, previous))
+        overflows.append(kept[1])
+        return output.state, kept[0]
+
       if self._init == 'mean':
         output = mean_process.next(mean_state, value, weight)
-        mean_state, center = output.state, output.result
+        mean_state, center = checked(output, center)
       objectives = []
       while len(objectives) + (self._init == 'mean') < self._num_passes:
         if center is None:
@@ -162,12 +197,13 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
         objective_state = objective.state
         objectives.append(objective.result)
         output = mean_process.next(mean_state, value, reweighted[0])
-        mean_state, center = output.state, output.result
+        mean_state, center = checked(output, center)
 
       measurements = inner_measurements.with_inner(collections.OrderedDict(
           secure_average_calls=tff.federated_value(self._num_passes, tff.SERVER),
           objective=_stack_at_server(objectives, weight_dtype),
           num_nonfinite_clients=count.result,
+          overflowed_passes=_sum_at_server(overflows),
       ), 'mean', output.measurements)
       return tff.templates.MeasuredProcessOutput(
           state=mean_state,
@@ -188,3 +224,10 @@ def _stack_at_server(scalars_at_server, dtype):
       lambda values: tf.stack(tf.nest.flatten(values)), zipped.type_signature.member
   )
   return tff.federated_map(stack, zipped)
+
+
+def _sum_at_server(scalars_at_server):
+  """The sum of a non-empty Python list of server-placed scalars, at the server."""
+  zipped = tff.federated_zip(tuple(scalars_at_server))
+  total = tff.tensorflow.computation(lambda values: tf.add_n(tf.nest.flatten(values)), zipped.type_signature.member)
+  return tff.federated_map(total, zipped)

@@ -39,7 +39,9 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
   from zero a client pulls the first step by at most its weight (alpha_i w_i / ||w_i||). On digits at rho = 0.2
   (one seed), updates scaled to 1000 times the honest median norm broke RFA's default (mean, 3 passes: a
   non-finite model) where init='zero' with 3 passes kept 0.831 (docs/guides/attacks.md).
-  Norms are taken over the whole value (all tensors together), not per tensor.
+  Norms are taken over the whole value (all tensors together), not per tensor. Every aggregation makes exactly
+  `num_passes` calls: the paper's App. D also stops once the relative improvement of g_nu falls below 1e-6, but a
+  federated computation cannot end early on data, and at its R = 3 the stop rarely fires first.
 
   Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; if no
   weight is left the aggregate is zero, never NaN.
@@ -59,7 +61,8 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
 
   Measurements:
     - `secure_average_calls`: inner weighted-mean calls used (= `num_passes`).
-    - `objective`: g(v^(r)) / sum_i alpha_i at every iterate v^(r) broadcast to the clients (length
+    - `objective`: g(v^(r)) / sum_i alpha_i, the unsmoothed eq. (6) (not App. D's g_nu, which differs only where
+      a distance is below nu), at every iterate v^(r) broadcast to the clients (length
       `num_passes - 1` for 'mean', `num_passes` for 'zero'): the weighted mean of the distances
       ||v^(r) - w_i|| with weights alpha_i, through a scalar process of `mean_factory`, sent in the same
       pass as the re-weighting (not counted in `secure_average_calls`).

@@ -24,3 +24,9 @@ nice -n 5 .venv/bin/python -m experiments.robustness_sweep --task=digits --total
   --data_fractions=0,0.1,0.2,0.25 --update_fractions=0,0.1,0.2,0.25 "--corruptions=$suite" --algorithms= \
   '--defences=gm(passes=3,init=zero)' --root_output_dir=$out --experiment_name=full_suite_gm_zero \
   >> $out/full_suite_gm_zero.log 2>&1
+# One-step RFA (one Weiszfeld step from the origin, FedAvg's communication) through the same 26 attacks.
+nice -n 5 .venv/bin/python -m experiments.robustness_sweep --task=digits --total_rounds=30 --clients_per_round=10 \
+  --client_batch_size=16 --client_learning_rate=0.1 --client_epochs_per_round=5 --seeds=0,1,2 \
+  --data_fractions=0,0.1,0.2,0.25 --update_fractions=0,0.1,0.2,0.25 "--corruptions=$suite" \
+  --algorithms=rfa_one_step --root_output_dir=$out --experiment_name=full_suite_rfa_one_step \
+  >> $out/full_suite_rfa_one_step.log 2>&1

@@ -109,7 +109,7 @@ def test_a_finite_client_that_overflows_the_mean_start_costs_one_pass_and_is_cou
   assert clean['overflowed_passes'] == 0
 
 
-def test_an_overflow_in_the_last_pass_gives_a_zero_aggregate_and_is_counted():
+def test_a_one_pass_mean_start_that_overflows_gives_a_zero_aggregate_and_is_counted():
   points, weights = _random_cloud(seed=6)
   points[0], weights[0] = 1e38, 3.5
   result, measurements = two_tensor_points.aggregate_once(_process(1, 'mean'), points, weights)

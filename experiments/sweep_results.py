@@ -1,4 +1,4 @@
-"""The robustness sweep's results.csv: one row per finished run, read back to resume, appended as each run ends.
+"""The robustness sweep's results.csv: one row per finished run, read back to resume, added as each run ends.
 
 Columns (`FIELDS`): algorithm (or defence chain), corruption (canonical spec), fraction (rho), seed, the final
 evaluation's accuracy and loss, secure-average calls per round, the realised corrupted share of the training
@@ -10,9 +10,11 @@ Imports no TensorFlow.
 """
 
 import csv
+import io
 import os
 
 from experiments import targeted_runs
+from tff_robust.simulation import atomic_files
 
 FIELDS = ('algorithm', 'corruption', 'fraction', 'seed', 'accuracy', 'loss', 'calls_per_round',
           'corruption_weight_share') + targeted_runs.FIELDS
@@ -40,23 +42,17 @@ def read_finished(output_dir: str) -> list[dict]:
 
 
 def append(output_dir: str, row: dict) -> None:
-  """Appends `row` (its `FIELDS`) to `output_dir`/results.csv, writing the header first in a new file. A file with
-  another header (written before the targeted attacks' columns) is first rewritten, atomically, with `FIELDS`, its
-  rows keeping their values and '' in the new columns."""
+  """Adds `row` (its `FIELDS`) to `output_dir`/results.csv, with the header in a new file. The file is rewritten
+  whole (`atomic_files`), so a sweep killed while writing leaves the rows before or after, never a torn last row
+  that a resume would misread. A file with another header (written before the targeted attacks' columns) gets
+  `FIELDS`, its rows keeping their values and '' in the new columns."""
   path = os.path.join(output_dir, 'results.csv')
-  is_new = not os.path.exists(path)
-  if not is_new:
+  rows = []
+  if os.path.exists(path):
     with open(path, newline='') as f:
-      reader = csv.DictReader(f)
-      old_rows = list(reader)
-    if tuple(reader.fieldnames or ()) != FIELDS:
-      with open(path + '.tmp', 'w', newline='') as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS, restval='')
-        writer.writeheader()
-        writer.writerows(old_rows)
-      os.replace(path + '.tmp', path)
-  with open(path, 'a', newline='') as f:
-    writer = csv.DictWriter(f, fieldnames=FIELDS)
-    if is_new:
-      writer.writeheader()
-    writer.writerow(row)
+      rows = list(csv.DictReader(f))
+  text = io.StringIO(newline='')
+  writer = csv.DictWriter(text, fieldnames=FIELDS, restval='')
+  writer.writeheader()
+  writer.writerows(rows + [row])
+  atomic_files.write_text_atomically(path, text.getvalue())

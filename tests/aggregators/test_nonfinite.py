@@ -37,3 +37,16 @@ def test_also_checked_floats_count_and_integers_are_skipped():
   assert not with_int_state[2].numpy()
   with_nan_state = nonfinite.leave_out_if_nonfinite(_VALUE, tf.constant(1.0), [tf.constant(7), tf.constant(np.nan)])
   assert with_nan_state[2].numpy() and with_nan_state[1].numpy() == 0.0
+
+
+@pytest.mark.parametrize('weight', [-1e-30, -4.0, -np.inf])
+def test_negative_weight_leaves_the_client_out(weight):
+  value, kept_weight, left_out = nonfinite.leave_out_if_nonfinite(_VALUE, tf.constant(weight))
+  assert left_out.numpy() and kept_weight.numpy() == 0.0
+  assert [v.numpy().tolist() for v in value] == [[0.0, 0.0], 0.0]
+
+
+def test_zero_weight_is_not_left_out():
+  value, weight, left_out = nonfinite.leave_out_if_nonfinite(_VALUE, tf.constant(0.0))
+  assert not left_out.numpy() and weight.numpy() == 0.0
+  assert [v.numpy().tolist() for v in value] == [[1.0, -2.0], 3.0]

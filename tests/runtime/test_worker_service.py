@@ -201,3 +201,31 @@ def test_the_certificate_script_leaves_private_keys_readable_by_their_owner_only
   worker_services.make_certificates(directory, 'localhost')
   assert {key.name: oct(key.stat().st_mode & 0o777) for key in keys} == {
       'ca.key': '0o600', 'server.key': '0o600', 'client.key': '0o600'}
+
+
+@pytest.mark.parametrize('address, stays', [
+    ('localhost:8000', True), ('127.0.0.1:8000', True), ('127.3.2.1:1', True), ('[::1]:8000', True),
+    ('dns:///localhost:8000', True), ('unix:/tmp/worker.sock', True),
+    ('10.0.0.5:8000', False), ('[2001:db8::1]:8000', False), ('worker-3.cluster:8000', False),
+    ('dns:///worker-3:8000', False), ('0.0.0.0:8000', False),
+])
+def test_which_addresses_stay_on_this_host(address, stays):
+  assert worker_channels.is_loopback(address) is stays
+
+
+def test_a_plain_driver_warns_once_naming_the_workers_off_this_host(monkeypatch):
+  monkeypatch.setattr(execution_context, '_ready_stub', lambda address, credentials: address)
+  monkeypatch.setattr(tff.framework, 'set_default_context', lambda context: None)
+  monkeypatch.setattr(execution_context, '_context_installed', execution_context._context_installed)  # restored
+  with pytest.warns(execution_context.PlaintextWorkerWarning) as caught:
+    execution_context.set_remote_execution_context(['localhost:1', '10.0.0.5:8000', 'worker-3:8000'])
+  assert len(caught) == 1
+  assert '10.0.0.5:8000, worker-3:8000' in str(caught[0].message) and 'localhost' not in str(caught[0].message)
+
+
+def test_a_plain_driver_on_loopback_does_not_warn(monkeypatch, recwarn):
+  monkeypatch.setattr(execution_context, '_ready_stub', lambda address, credentials: address)
+  monkeypatch.setattr(tff.framework, 'set_default_context', lambda context: None)
+  monkeypatch.setattr(execution_context, '_context_installed', execution_context._context_installed)  # restored
+  execution_context.set_remote_execution_context(['localhost:1', '[::1]:2'])
+  assert not [w for w in recwarn if issubclass(w.category, execution_context.PlaintextWorkerWarning)]

@@ -85,7 +85,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
       two key histograms, bucket sizes and non-finite count are sums of 0/1 flags and not counted.
     - `num_buckets`: buckets with a positive weight.
     - `bucket_sizes`: int32 [K], clients per bucket.
-    - `num_nonfinite_clients`: clients whose value or weight was not finite.
+    - `num_nonfinite_clients`: clients whose value or weight was not finite or whose weight was negative.
     - `inner`: the measurements of `inner_factory`'s process (absent when empty, as TFF's `MeanFactory`'s are).
 
   State: <the inner process's state, the round counter>.

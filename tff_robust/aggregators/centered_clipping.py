@@ -57,7 +57,8 @@ class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
     - `secure_average_calls`: inner weighted-mean calls (= `num_iterations`).
     - `clipped_count`: clients of positive weight whose residual w_i - v was clipped (||w_i - v|| > tau) in the
       last iteration.
-    - `num_nonfinite_clients`: clients whose value or weight was not finite (summed by `count_factory`).
+    - `num_nonfinite_clients`: clients whose value or weight was not finite or whose weight was negative (summed
+      by `count_factory`).
     - `mean`: measurements of the last inner weighted-mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Secure aggregation: `mean_factory=secure_mean_factory(clip_radius, max_client_weight)` and

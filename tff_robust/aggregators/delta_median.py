@@ -53,7 +53,7 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
     - `iterations`: steps taken before convergence (= `max_iterations` if it did not converge).
     - `converged`: 1 if a step moved the iterate by at most `tolerance`, else 0.
     - `step_norm`: norm of the last step taken.
-    - `num_nonfinite_clients`: clients whose value or weight was not finite.
+    - `num_nonfinite_clients`: clients whose value or weight was not finite or whose weight was negative.
 
   Secure aggregation: pass `sum_factory=tff.aggregators.SecureSumFactory(...)`; each summand is a pair
   (a_k x_k, a_k) with x_k the value (first sum, and 'irls' steps) or the residual (bounded by delta,

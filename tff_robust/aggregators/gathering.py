@@ -6,9 +6,9 @@ aggregation exists to hide. `GatheringRobustFactory` gathers them to the server 
 `privacy.non_secure_intrinsics` flags them. Each update is flattened to one vector, float64 if a value
 tensor or the weight is float64 and float32 otherwise (`widening.scalar_dtype`: the types
 `tff.aggregators.MeanFactory` takes, float16 values and integer weights included), and the result is cast
-back to the value's dtypes; rows that are not finite or have weight <= 0 are dropped and counted; a round with fewer usable
-rows than the rule needs returns a zero update (a no-op server step) and reports `insufficient_clients = 1`
-instead of failing.
+back to the value's dtypes; rows that are not finite or have weight <= 0 are dropped and counted; a round with
+fewer usable rows than the rule needs returns a zero update (a no-op server step) and reports
+`insufficient_clients = 1` instead of failing.
 """
 
 import collections

@@ -45,7 +45,7 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
   `num_passes` calls: the paper's App. D also stops once the relative improvement of g_nu falls below 1e-6, but a
   federated computation cannot end early on data, and at its R = 3 the stop rarely fires first.
 
-  Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; if no
+  Client values that contain NaN or Inf (or carry a non-finite or negative weight) get weight 0 and are counted; if no
   weight is left the aggregate is zero, never NaN.
 
   Finite values can still overflow a pass's float32 sums (3.4e38): the mean start's sum_i alpha_i w_i once
@@ -68,9 +68,9 @@ class GeometricMedianFactory(tff.aggregators.WeightedAggregationFactory):
       `num_passes - 1` for 'mean', `num_passes` for 'zero'): the weighted mean of the distances
       ||v^(r) - w_i|| with weights alpha_i, through a scalar process of `mean_factory`, sent in the same
       pass as the re-weighting (not counted in `secure_average_calls`).
-    - `num_nonfinite_clients`: clients whose value or weight reached this aggregator not finite. Behind TFF's
-      model-delta client work (`build_weighted_fed_avg`, `build_rfa_process`) it is 0: that client work
-      replaces a non-finite update by zeros with weight 0 first; `build_rfa_process` and
+    - `num_nonfinite_clients`: clients whose value or weight reached this aggregator not finite, or with a negative
+      weight. Behind TFF's model-delta client work (`build_weighted_fed_avg`, `build_rfa_process`) it is 0 for
+      non-finite updates: that client work replaces them by zeros with weight 0 first; `build_rfa_process` and
       `tff_robust.processes.build_fed_avg_process` count those clients in `client_work/num_nonfinite_updates`.
       Summed by `count_factory`.
     - `overflowed_passes`: inner weighted-mean calls whose result had a NaN or Inf entry although every value

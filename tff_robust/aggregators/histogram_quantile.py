@@ -39,7 +39,8 @@ class SecureHistogramQuantileFactory(tff.aggregators.WeightedAggregationFactory)
     - `secure_average_calls`: inner weighted-mean calls (= `num_passes`).
     - `tolerance`: 0, as `quantile.SecureQuantileFactory`'s: the filter `x >= result - tolerance` keeps q.
     - `bin_width`: width of the last bin (q in [result, result + bin_width)); 0 with no positive weight.
-    - `num_nonfinite_clients`: clients whose value or weight was not finite (they get weight 0).
+    - `num_nonfinite_clients`: clients whose value or weight was not finite or whose weight was negative (they get
+      weight 0).
     - `mean`: measurements of the last inner mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Types: a floating scalar value of any width and a floating or integer scalar weight. The search runs in

@@ -1,4 +1,5 @@
-"""Client values that are not finite: zeroed, weighted 0 and counted, never propagated into an aggregate."""
+"""Client values that are not finite, and negative weights: zeroed, weighted 0 and counted, never propagated into an
+aggregate."""
 
 import tensorflow as tf
 
@@ -9,11 +10,14 @@ def leave_out_if_nonfinite(value, weight, also_checked=()):
   """TensorFlow: (value, weight) -> (value', weight', nonfinite), the rule every client-side filter shares.
 
   `nonfinite` is True when a floating entry of `value` or of `also_checked` (e.g. a client's new state) is
-  NaN or Inf, or `weight` is not finite; then value' = 0 and weight' = 0, otherwise both pass unchanged.
-  Integer tensors cannot be non-finite and are skipped.
+  NaN or Inf, or `weight` is not finite or is negative; then value' = 0 and weight' = 0, otherwise both pass
+  unchanged. Integer tensors cannot be non-finite and are skipped. A negative weight is left out with the
+  non-finite ones because every weighted rule here needs alpha_i >= 0 (RFA's eq. (6) takes alpha_i > 0): one
+  client of weight -W would turn a weighted mean's denominator towards 0 and its sum away from every client.
   """
   floats = [t for t in tf.nest.flatten([value, also_checked]) if t.dtype.is_floating]
-  nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(floats), tf.math.is_finite(weight)))
+  valid_weight = tf.logical_and(tf.math.is_finite(weight), weight >= tf.zeros_like(weight))
+  nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(floats), valid_weight))
   return (
       structure_math.zeros_where(nonfinite, value),
       tf.where(nonfinite, tf.zeros_like(weight), weight),

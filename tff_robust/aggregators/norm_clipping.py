@@ -42,7 +42,7 @@ class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
   Measurements:
     - `secure_average_calls`: those of `mean_factory`'s process (1 if it reports none: a mean).
     - `clipped_count`: clients whose update had norm above `clipping_norm`.
-    - `num_nonfinite_clients`: clients whose value or weight was not finite.
+    - `num_nonfinite_clients`: clients whose value or weight was not finite or whose weight was negative.
     - `mean`: measurements of the inner weighted-mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Secure aggregation: a `mean_factory` of secure sums (every clipped entry lies in [-C, C]) and

@@ -41,7 +41,7 @@ from tff_robust.aggregators import widening
 class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
   """`WeightedAggregationFactory` running `inner_factory` over the clients with ||w_i|| <= multiplier r_level.
 
-  Clients with a non-finite value or norm (or a non-finite weight) are dropped too. The quantile is taken in
+  Clients with a non-finite value or norm (or a non-finite or negative weight) are dropped too. The quantile is taken in
   float32 (float64 for float64 values); `SecureHistogramQuantileFactory` returns the lower edge of a bin
   holding the exact quantile, of relative width 0.27% in float32 for norms above 1 (0.0027 absolute below; in
   float64, whose range is wider, about 2.2% and 0.022), so the threshold is at most that much below k r_q.
@@ -104,8 +104,10 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
 
     @tff.tensorflow.computation(value_type, weight_type, norm_type, norm_type)
     def filtered(value, weight, value_norm, threshold):
-      """(value, weight, 0) if ||w|| <= threshold and the weight is finite, else (zeros, 0, 1)."""
-      keep = tf.logical_and(value_norm <= threshold, tf.math.is_finite(tf.cast(weight, norm_type.dtype)))
+      """(value, weight, 0) if ||w|| <= threshold and the weight is finite and >= 0, else (zeros, 0, 1)."""
+      weight_as_norm = tf.cast(weight, norm_type.dtype)
+      valid_weight = tf.logical_and(tf.math.is_finite(weight_as_norm), weight_as_norm >= 0)
+      keep = tf.logical_and(value_norm <= threshold, valid_weight)
       kept_value = tf.nest.map_structure(lambda t: tf.where(keep, t, tf.zeros_like(t)), value)
       return kept_value, tf.where(keep, weight, tf.zeros_like(weight)), tf.cast(tf.logical_not(keep), tf.int32)
 

@@ -62,8 +62,8 @@ class SecureQuantileFactory(tff.aggregators.WeightedAggregationFactory):
     - `tolerance`: the guard nu_K = max(1e-12, relative_smoothing max(|mu_K|, d_{K-1})) at the result. The
       smoothed MM fixed point lies within nu of the exact quantile, so a filter `x >= result - tolerance`
       keeps the value at the quantile.
-    - `num_nonfinite_clients`: clients whose value or weight was not finite (they get weight 0), summed by
-      `count_factory`.
+    - `num_nonfinite_clients`: clients whose value or weight was not finite or whose weight was negative (they get
+      weight 0), summed by `count_factory`.
     - `mean`: measurements of the last inner mean call (absent when empty, as TFF's `MeanFactory`'s are).
 
   Types: a floating scalar value of any width and a floating or integer scalar weight. The MM arithmetic,

@@ -120,7 +120,7 @@ def build_widen_and_drop_nonfinite(value_type, weight_type) -> tff.tensorflow.co
 
   The value becomes `wide_value_type(value_type)` and the weight a `scalar_dtype` scalar; then
   (`nonfinite.leave_out_if_nonfinite`) a client whose value has a NaN or Inf entry or whose weight is not
-  finite gets value 0, weight 0 and flag 1 (sum the flags to count them); any other has flag 0.
+  finite (or negative) gets value 0, weight 0 and flag 1 (sum the flags to count them); any other has flag 0.
   """
   wide_type = wide_value_type(value_type)
   weight_dtype = scalar_dtype(value_type, weight_type)

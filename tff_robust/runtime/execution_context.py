@@ -80,6 +80,10 @@ class ExposedWorkerWarning(UserWarning):
   """A local worker listens on every network interface: anyone who can reach its port can run code."""
 
 
+class PlaintextWorkerWarning(UserWarning):
+  """The driver dials a worker off this host without TLS: the network path can read and alter the computation."""
+
+
 NETWORK_ISOLATION_ENVIRONMENT_VARIABLE = 'TFF_ROBUST_NETWORK_ISOLATION'
 _NETWORK_ISOLATION_MODES = {
     'auto': worker_launcher.ISOLATE_OR_EXPOSE,
@@ -335,6 +339,16 @@ def local_worker_context(
   return _make_context(stub, default_num_clients, optimize_graphs)
 
 
+def _warn_plaintext(addresses: Sequence[str]) -> None:
+  if addresses:
+    warnings.warn(
+        f'Dialling the TFF workers at {", ".join(addresses)} in plain gRPC: whoever is on the network path can read '
+        'the model and the data and alter the computation. Start them with worker_service --tls_* and pass '
+        f'credentials_dir ({worker_tls.CREDENTIALS_FLAG}), or reach them through an SSH tunnel to 127.0.0.1.',
+        PlaintextWorkerWarning, stacklevel=3,
+    )
+
+
 def _ready_stub(address: str, credentials: Optional[worker_tls.ClientCredentials] = None):
   """TFF's stub on a channel to `address` once the channel is ready.
 
@@ -362,7 +376,8 @@ def set_remote_execution_context(
   signed by the authority of the workers' `--tls_client_ca`), e.g. `driver/` of `scripts/make_test_certificates.sh`.
   A file that cannot serve raises ValueError naming it; a worker whose certificate does not verify (or names
   another host than its address), or that refuses this driver's, raises `worker_channels.WorkerCertificateError`
-  naming its address. None: plain gRPC (a worker on loopback or behind an SSH tunnel).
+  naming its address. None: plain gRPC (a worker on loopback or behind an SSH tunnel); other addresses then get
+  one `PlaintextWorkerWarning` naming them.
 
   Each invocation's clients are split into `len(addresses)` contiguous shards, one per worker, and every
   computation is evaluated by `composing_context.ComposingContext`: client work and each aggregation pass on
@@ -374,6 +389,8 @@ def set_remote_execution_context(
   if not addresses:
     raise ValueError('addresses must name at least one TFF worker (host:port)')
   credentials = None if credentials_dir is None else worker_tls.client_credentials(credentials_dir, 'credentials_dir')
+  if credentials is None:
+    _warn_plaintext([address for address in addresses if not worker_channels.is_loopback(address)])
   stubs = [_ready_stub(address, credentials) for address in addresses]
   _context_installed = True
   tff.framework.set_default_context(composing_context.ComposingContext(

@@ -9,6 +9,7 @@ TLS failed: the worker's certificate did not verify or names another host, or th
 during the handshake (its relay refused this driver's certificate, and logged it). No TensorFlow here.
 """
 
+import ipaddress
 from typing import Optional
 
 import grpc
@@ -30,6 +31,20 @@ _REFUSED_BY_WORKER = ('Socket closed', 'Connection reset by peer')
 
 class WorkerCertificateError(ConnectionError):
   """Mutual TLS with a remote worker failed; the message names the worker's address and gRPC's reason."""
+
+
+def is_loopback(address: str) -> bool:
+  """Whether `address` (`host:port`, `[v6]:port`, `dns:///host:port`, `unix:PATH`) stays on this host: a Unix
+  socket, `localhost`, or a loopback IP (127.0.0.0/8, ::1). Names are not resolved: any other name is not."""
+  if address.startswith(('unix:', 'unix-abstract:')):
+    return True
+  host = address.split('///', 1)[-1].rsplit(':', 1)[0].strip('[]')
+  if host.lower() == 'localhost':
+    return True
+  try:
+    return ipaddress.ip_address(host).is_loopback
+  except ValueError:
+    return False
 
 
 def open_channel(address: str, credentials: Optional[worker_tls.ClientCredentials] = None) -> grpc.Channel:

@@ -5,9 +5,9 @@ with `put`. Every client's state is one uncompressed `.npz` file in the store's 
 by the arrays a call takes or returns (plus one copy of the initial state), whatever the number of clients.
 
 Guarantees:
-  * Writes are atomic: a state is written to a temporary file in the same directory, then `os.replace`d over the
-    client's file, so a crash leaves either the old or the new state, never a half-written one, and a file is
-    never modified in place (hard links taken by `save` keep the content they had).
+  * Writes are atomic (`atomic_files`): a state is written to a temporary file in the same directory, then
+    `os.replace`d over the client's file, so a crash leaves either the old or the new state, never a half-written
+    one, and a file is never modified in place (hard links taken by `save` keep the content they had).
   * `save` snapshots the states into a checkpoint directory with hard links (copies where linking fails) and writes
     a manifest with every file's size and SHA-256 last, so a snapshot without a manifest is recognisably incomplete.
   * `restore` verifies the whole snapshot before touching the live directory; on damage it raises `CheckpointError`
@@ -21,17 +21,17 @@ import json
 import os
 import shutil
 import string
-import tempfile
 from typing import Any, Iterable
 import zipfile
 
 import numpy as np
 import tensorflow as tf
 
+from tff_robust.simulation import atomic_files
+
 MANIFEST_NAME = 'client_state_manifest.json'
 _MANIFEST_FORMAT = 'tff_robust.client_state_store/1'
 _SUFFIX = '.npz'
-_TMP_PREFIX = '.tmp-'
 # File names use only these characters verbatim; every other UTF-8 byte (upper-case letters and '%' included) becomes
 # '%XX' with upper-case hex digits, so the mapping is reversible and stays injective on case-insensitive file systems.
 _SAFE_CHARS = frozenset(string.ascii_lowercase + string.digits + '_-')
@@ -95,46 +95,6 @@ def _client_id_from_filename(filename: str) -> str | None:
   return client_id if canonical == filename else None
 
 
-def _fsync_directory(directory: str) -> None:
-  """Makes renames and links in `directory` durable where the platform allows opening a directory."""
-  try:
-    fd = os.open(directory, os.O_RDONLY)
-  except OSError:
-    return
-  try:
-    os.fsync(fd)
-  except OSError:
-    pass
-  finally:
-    os.close(fd)
-
-
-def _replace_atomically(path: str, fill_fn) -> None:
-  """Calls `fill_fn(tmp_path)` to create a temporary file next to `path`, then renames it over `path`; the
-  temporary file is removed if anything fails."""
-  fd, tmp_path = tempfile.mkstemp(dir=os.path.dirname(path), prefix=_TMP_PREFIX)
-  os.close(fd)
-  try:
-    fill_fn(tmp_path)
-    os.replace(tmp_path, path)
-  except BaseException:
-    if os.path.exists(tmp_path):
-      os.remove(tmp_path)
-    raise
-
-
-def _write_atomically(path: str, write_fn) -> None:
-  """Calls `write_fn(file)` on a temporary file next to `path`, then renames it over `path`."""
-
-  def fill(tmp_path):
-    with open(tmp_path, 'wb') as f:
-      write_fn(f)
-      f.flush()
-      os.fsync(f.fileno())
-
-  _replace_atomically(path, fill)
-
-
 def _link_or_copy(src: str, dst: str) -> None:
   """Makes `dst` a hard link to `src` (a copy where linking fails), replacing `dst` atomically."""
 
@@ -147,7 +107,7 @@ def _link_or_copy(src: str, dst: str) -> None:
       with open(tmp_path, 'rb+') as f:
         os.fsync(f.fileno())
 
-  _replace_atomically(dst, fill)
+  atomic_files.replace_atomically(dst, fill)
 
 
 def file_sha256(path: str) -> str:
@@ -192,7 +152,7 @@ class ClientStateStore:
     self._specs = [_leaf_spec(leaf) for leaf in leaves]
     os.makedirs(self._directory, exist_ok=True)
     for name in os.listdir(self._directory):  # Leftovers of writes interrupted by a crash.
-      if name.startswith(_TMP_PREFIX):
+      if name.startswith(atomic_files.TMP_PREFIX):
         os.remove(os.path.join(self._directory, name))
 
   @property
@@ -278,9 +238,9 @@ class ClientStateStore:
     paths = [self._path(client_id) for client_id in client_ids]
     all_leaves = [self._check_leaves(client_id, state) for client_id, state in zip(client_ids, states)]
     for path, leaves in zip(paths, all_leaves):
-      _write_atomically(path, lambda f, leaves=leaves: np.savez(f, *leaves))
+      atomic_files.write_atomically(path, lambda f, leaves=leaves: np.savez(f, *leaves))
     if paths:
-      _fsync_directory(self._directory)
+      atomic_files.fsync_directory(self._directory)
 
   def __contains__(self, client_id: str) -> bool:
     """Whether a state has been `put` for `client_id` (TypeError if it is not a str)."""
@@ -334,10 +294,10 @@ class ClientStateStore:
           'size': os.path.getsize(snapshot_path),
           'sha256': file_sha256(snapshot_path),
       }
-    _fsync_directory(checkpoint_dir)
+    atomic_files.fsync_directory(checkpoint_dir)
     manifest = {'format': _MANIFEST_FORMAT, 'leaves': self._specs, 'files': files}
-    _write_atomically(manifest_path, lambda f: f.write(json.dumps(manifest, indent=1).encode('utf-8')))
-    _fsync_directory(checkpoint_dir)
+    atomic_files.write_atomically(manifest_path, lambda f: f.write(json.dumps(manifest, indent=1).encode('utf-8')))
+    atomic_files.fsync_directory(checkpoint_dir)
 
   def _verified_snapshot(self, checkpoint_dir: str) -> list[str]:
     """File names of the snapshot in `checkpoint_dir`, after checking every file against the manifest."""
@@ -402,4 +362,4 @@ class ClientStateStore:
     for name in self._stored_files():
       if name not in keep:
         os.remove(os.path.join(self._directory, name))
-    _fsync_directory(self._directory)
+    atomic_files.fsync_directory(self._directory)

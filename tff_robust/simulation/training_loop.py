@@ -14,6 +14,7 @@ import tqdm
 
 from tff_robust.processes import indexed_clients
 from tff_robust.processes import stateful_clients
+from tff_robust.simulation import atomic_files
 from tff_robust.simulation import checkpoints
 from tff_robust.simulation import client_pipelines
 from tff_robust.simulation import client_state_store
@@ -327,8 +328,8 @@ def run_training(
       np.save(os.path.join(output_dir, f'{name}.npy'), array)
   if device_metrics:
     run_outputs.write_device_rows(os.path.join(output_dir, 'devices.csv'), evaluation.device_rows(device_metrics))
-  with open(os.path.join(output_dir, 'summary.json'), 'w') as f:
-    json.dump(summary, f, indent=2)
+  # Written last and whole: a run whose summary.json exists finished (a rerun skips it; the queues read it).
+  atomic_files.write_text_atomically(os.path.join(output_dir, 'summary.json'), json.dumps(summary, indent=2))
   return summary
 
 

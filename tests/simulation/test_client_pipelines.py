@@ -236,3 +236,29 @@ def test_in_memory_clients_give_the_dataset_pipelines_batches_capped_or_not(epoc
         np.testing.assert_array_equal(new_batch, old_batch)
       if isinstance(old, tuple):
         assert list(old[1].as_numpy_iterator()) == list(new[1].as_numpy_iterator())
+
+
+def _poison_every_third_window(dataset):
+  """A position-wise poisoning, as the targeted attacks' (`tasks.backdoor`): the label of examples 0, 3, 6, ... of
+  the client's dataset becomes 0."""
+  return dataset.enumerate().map(
+      lambda j, element: {**element, 'y': tf.where(j % 3 == 0, tf.zeros_like(element['y']), element['y'])})
+
+
+def test_a_targeted_attack_poisons_the_same_positions_capped_in_memory_or_not(monkeypatch):
+  """`capped_in_memory` selects examples before poisoning them; a position-wise poisoning must see the client's
+  whole dataset, so a targeted attack's clients never come in memory."""
+  monkeypatch.setattr(corruption, '_poison_of', lambda task, targeted: _poison_every_third_window)
+  tf.random.set_seed(1)
+  task = _windows_task(1)
+  corrupted = frozenset(task.train_data.client_ids[1::2])
+  transform = client_pipelines.max_examples(64, epochs=1, batch_size=_BATCH)
+  data = {
+      in_memory: client_pipelines.cohort_client_data(
+          task.train_data, corruption.make_client_data_fn(task, 'backdoor', corrupted, in_memory=in_memory),
+          list(task.train_data.client_ids), transform, seed=3, round_num=2)
+      for in_memory in (False, True)
+  }
+  for old, new in zip(data[False], data[True]):
+    for old_batch, new_batch in zip(_all_rows(old), _all_rows(new), strict=True):
+      np.testing.assert_array_equal(new_batch, old_batch)

@@ -187,8 +187,10 @@ def capped_in_memory(client: base.InMemoryClient, cap: int, seed: int, *, epochs
   """What `capped_examples` of `client.dataset()` yields, built from the client's arrays: the positions its
   three shuffles pick (`shuffle_order`: the task's `Batching` shuffle, the sample's and each epoch's reshuffle,
   with the seeds the dataset pipeline would get) select min(`cap`, n) examples, and only those become a
-  dataset (poisoned if the client is corrupted: an example-wise map, so it commutes with the selection). The
-  same batches as the dataset pipeline, without pushing the client's n examples through tf.data every round."""
+  dataset (poisoned if the client is corrupted: an example-wise map, so it commutes with the selection; a
+  transform that picks examples by position would not, so `corruption.make_client_data_fn` never gives a
+  targeted attack's clients in memory). The same batches as the dataset pipeline, without pushing the client's n
+  examples through tf.data every round."""
   if (client.batching.epochs, client.batching.batch_size) != (epochs, batch_size):
     raise ValueError(f'the client\'s batching ({client.batching.epochs} epochs, batch {client.batching.batch_size}) '
                      f'differs from the cap\'s ({epochs} epochs, batch {batch_size})')

@@ -155,7 +155,9 @@ def _client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[str],
     if task.flip_labels is None:
       raise ValueError(f'label_flipping needs a task with class labels, not {task.name!r}')
     task = dataclasses.replace(task, corrupt_train=task.flip_labels)
-  data_of = task.client_data if in_memory else task.client_dataset
+  # A targeted attack poisons examples by their position in the client's dataset (`tasks.backdoor`), which a
+  # capped in-memory client (`client_pipelines.capped_in_memory`: selection first, then the transform) would shift.
+  data_of = task.client_data if in_memory and targeted is None else task.client_dataset
   if sends_flag and targeted is None:  # an update attack: the attackers train on their clean data
     return lambda cid: (data_of(cid), update_corruption_process.corruption_flag_dataset(cid in corrupted))
   if sends_flag:  # a targeted attack with an update half: poisoned data and the flag

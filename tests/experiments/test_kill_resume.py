@@ -6,6 +6,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import repository
 from tests.experiments import train_runs
@@ -41,6 +42,17 @@ def _assert_same_run(tmp_path, name, reference='uninterrupted'):
                                rtol=1e-5, err_msg=key)
   for key in ('eval/accuracy', 'eval/loss', 'secure_average_calls'):
     np.testing.assert_allclose(summary[key], expected_summary[key], rtol=1e-5, err_msg=key)
+  assert _tensorboard_steps(tmp_path / name, 'train/loss') == list(range(1, _ROUNDS + 1))  # each round once
+
+
+def _tensorboard_steps(run_dir, tag):
+  """The steps of `tag`'s summaries in the run's TensorBoard event files, in file order."""
+  steps = []
+  for path in sorted((run_dir / 'tensorboard').iterdir()):
+    for record in tf.data.TFRecordDataset(str(path)):
+      event = tf.compat.v1.Event.FromString(record.numpy())
+      steps.extend(event.step for value in event.summary.value if value.tag == tag)
+  return steps
 
 
 @pytest.mark.slow

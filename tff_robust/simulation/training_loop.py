@@ -24,6 +24,7 @@ from tff_robust.simulation import metrics_utils
 from tff_robust.simulation import round_data_prefetch
 from tff_robust.simulation import run_outputs
 from tff_robust.simulation import schedules
+from tff_robust.simulation import tensorboard_events
 from tff_robust.tasks import base
 from tff_robust.tasks import evaluation
 
@@ -112,7 +113,8 @@ def run_training(
   never restarted over its own checkpoints; one whose checkpoint is beyond `total_rounds` raises
   `ResumeRefused`); its `metrics.csv` keeps the rows of rounds 1..k (a damaged line after them,
   such as a killed run's torn last line, is dropped with a warning; damage to those rows raises
-  `metrics_csv.DamagedMetricsError`). (Whether the directory's run has the same settings is the caller's to
+  `metrics_csv.DamagedMetricsError`), and its TensorBoard events those of steps 1..k
+  (`tensorboard_events`). (Whether the directory's run has the same settings is the caller's to
   check: `run_settings`.) A KeyboardInterrupt (Ctrl-C) during the rounds raises `Interrupted`, whose message says
   from which round the same call resumes.
 
@@ -197,6 +199,7 @@ def run_training(
     dropped = metrics_csv.keep_checkpointed_rounds(csv_path, restored[0])  # DamagedMetricsError: refuse the resume
     if dropped:
       logging.warning('%s', dropped)
+    tensorboard_events.keep_rounds_before(os.path.join(output_dir, 'tensorboard'), first_round)
   without_update = counted_updates.RoundsWithoutUpdate(
       stop_after_rounds_without_update,
       metrics_csv.rounds_without_counted_update(csv_path, first_round - 1) if restored is not None else (),

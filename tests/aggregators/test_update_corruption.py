@@ -11,7 +11,9 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import geometric_median
 from tff_robust.aggregators import update_corruption
+from tff_robust.aggregators.attacks import stacked_statistics
 from tff_robust.core.attacks import directions
+from tff_robust.core.attacks import honest_statistics
 from tff_robust.core import weiszfeld
 
 _UPDATE_TYPE = tff.to_type([(np.float32, [4]), (np.float32, [2])])
@@ -118,6 +120,11 @@ def test_alie_sends_the_honest_mean_minus_z_standard_deviations(num_corrupted, z
   result = _attacked_mean('alie' if z is None else f'alie(z={z})', updates, weights, corrupted)
   np.testing.assert_allclose(result, _mean_with(updates, weights, corrupted, mean - z_used * std), rtol=1e-5,
                              atol=1e-6)
+
+
+def test_the_tensorflow_alie_z_max_is_the_numpy_one_one_client_cohorts_included():
+  for n, m in ((1, 0), (1, 1), (2, 1), (8, 3), (9, 9), (50, 10)):
+    assert stacked_statistics.alie_z_max(n, m).numpy() == pytest.approx(honest_statistics.alie_z_max(n, m), abs=1e-12)
 
 
 def test_alie_z_max_of_the_paper_for_several_cohorts():

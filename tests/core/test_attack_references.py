@@ -212,6 +212,7 @@ def test_golden_section_refines_between_grid_points():
 
 def test_alie_z_max_and_attacks_without_honest_clients():
   assert honest_statistics.alie_z_max(8, 3) == pytest.approx(0.6745, abs=1e-4)
+  assert honest_statistics.alie_z_max(1, 1) == honest_statistics.alie_z_max(1, 0) == -np.inf  # Phi^{-1}(0)
   updates, weights = np.ones((3, 2)), np.ones(3)
   everyone = np.ones(3, bool)
   for target in (perturbation_search.target(updates, weights, everyone, 'min_max', 'sign', 10.0, 1e-5),

@@ -144,7 +144,9 @@ def test_the_attack_window_says_which_rounds_attack_and_refuses_bad_bounds_by_na
 def test_neurotoxins_mask_drops_the_largest_coordinates_of_the_last_global_update():
   previous = np.array([0.1, -3.0, 0.5, 2.0, -0.2, 0.0])
   np.testing.assert_array_equal(neurotoxin.kept_coordinates(previous, 0.3), [1, 0, 1, 0, 1, 1])  # ceil(1.8) = 2
-  np.testing.assert_array_equal(neurotoxin.kept_coordinates(np.zeros(4), 0.5), [0, 0, 1, 1])  # ties: lower index
+  np.testing.assert_array_equal(neurotoxin.kept_coordinates([1.0, 1.0, 0.5, 1.0], 0.5), [0, 0, 1, 1])  # ties: lower
+  assert neurotoxin.kept_coordinates(np.zeros(4), 0.5).all()  # before the first aggregate nothing is masked
+  np.testing.assert_array_equal(neurotoxin.kept_coordinates([0.0, 2.0, 0.0, 0.0], 0.5), [1, 0, 1, 1])  # only changed
   assert neurotoxin.kept_coordinates(previous, 0.0).all()
   updates = np.arange(12.0).reshape(2, 6) + 1
   masked = neurotoxin.masked_updates(updates, [True, False], previous, 0.3)

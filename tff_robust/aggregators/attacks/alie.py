@@ -19,6 +19,7 @@ import tensorflow_federated as tff
 from tff_robust.aggregators import federated_counting
 from tff_robust.aggregators.attacks import base
 from tff_robust.aggregators.attacks import honest_sums
+from tff_robust.aggregators.attacks import stacked_statistics
 
 
 class AlieAttack(base.UpdateAttack):
@@ -38,8 +39,7 @@ class AlieAttack(base.UpdateAttack):
     def alie_z_max(cohort_size, num_corrupted):
       if fixed_z is not None:
         return tf.constant(fixed_z, tf.float64)
-      supporters = tf.maximum(cohort_size // 2 + 1 - num_corrupted, 1)  # s = floor(n/2 + 1) - m, at least 1
-      return tf.math.ndtri(tf.cast(cohort_size - supporters, tf.float64) / tf.cast(cohort_size, tf.float64))
+      return stacked_statistics.alie_z_max(cohort_size, num_corrupted)
 
     @tff.tensorflow.computation(update_type, update_type, weight_type, np.float64)
     def alie_target(mean, squared_deviation_sum, honest_weight, z):

@@ -1,6 +1,7 @@
 """Neurotoxin's masked update (Zhang et al., ICML 2022): a corrupted client zeroes its own update on the
 coordinates where the previous round's aggregate is largest in magnitude (the top ceil(top d) of the d
-coordinates of the flattened update), and keeps the others. The mask is computed at the server from the previous
+coordinates of the flattened update, those the aggregate left at 0 excepted: nothing is masked in round 1), and
+keeps the others. The mask is computed at the server from the previous
 aggregate the wrapper's state keeps (`uses_previous_aggregate`) and broadcast. NumPy reference:
 `tff_robust.core.attacks.neurotoxin`. Knows: its own update and the previous aggregate (the last global update).
 """
@@ -36,8 +37,9 @@ class MaskedAttack(base.UpdateAttack):
     @tff.tensorflow.computation(update_type)
     def kept_coordinates(previous):  # the leaves in the type's order (tf.nest would sort mapping keys)
       flat = tf.concat([tf.reshape(tf.cast(t, tf.float32), [-1]) for t in widening.leaves(previous, update_type)], 0)
-      _, largest = tf.math.top_k(tf.abs(flat), k=count)
-      return tf.tensor_scatter_nd_update(tf.ones([size]), largest[:, tf.newaxis], tf.zeros([count]))
+      magnitudes, largest = tf.math.top_k(tf.abs(flat), k=count)
+      masked = tf.cast(tf.equal(magnitudes, 0.0), tf.float32)  # 1: a coordinate the aggregate left at 0 is kept
+      return tf.tensor_scatter_nd_update(tf.ones([size]), largest[:, tf.newaxis], masked)
 
     @tff.tensorflow.computation(update_type, np.bool_, flat_type)
     def mask_if_corrupted(update, corrupted, kept):

@@ -26,7 +26,8 @@ def mean_and_std(points, weights, honest):
 
 
 def alie_z_max(cohort_size, num_corrupted):
-  """Phi^{-1}((n - s) / n), s = max(floor(n/2 + 1) - m, 1) (Baruch et al. 2019, Algorithm 3)."""
+  """Phi^{-1}((n - s) / n), s = max(floor(n/2 + 1) - m, 1) (Baruch et al. 2019, Algorithm 3), float64; -inf for
+  n = 1 (Phi^{-1}(0))."""
   supporters = tf.maximum(cohort_size // 2 + 1 - num_corrupted, 1)
   return tf.math.ndtri(tf.cast(cohort_size - supporters, tf.float64) / tf.cast(cohort_size, tf.float64))
 

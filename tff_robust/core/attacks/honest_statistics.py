@@ -9,6 +9,7 @@ unweighted mean and (torch, ddof = 1) std of the honest workers: with equal weig
 differs by sqrt((k - 1)/k) for k honest clients. With no honest client mu = sigma = 0.
 """
 
+import math
 import statistics
 
 import numpy as np
@@ -36,9 +37,10 @@ def mean_and_std(updates, weights, corrupted):
 
 def alie_z_max(cohort_size: int, num_corrupted: int) -> float:
   """Baruch, Baruch, Goldberg (NeurIPS 2019), Algorithm 3: s = floor(n/2 + 1) - m supporters (at least 1),
-  z_max = Phi^{-1}((n - s) / n)."""
+  z_max = Phi^{-1}((n - s) / n); -inf for a one-client cohort (Phi^{-1}(0), as TensorFlow's `ndtri`)."""
   supporters = max(cohort_size // 2 + 1 - num_corrupted, 1)
-  return statistics.NormalDist().inv_cdf((cohort_size - supporters) / cohort_size)
+  share = (cohort_size - supporters) / cohort_size
+  return statistics.NormalDist().inv_cdf(share) if share > 0 else -math.inf
 
 
 def median_norm(updates, weights, corrupted) -> float:

@@ -73,7 +73,7 @@ KEYS = ('random', 'hashed')
 class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
   """`WeightedAggregationFactory` running `inner_factory` over the means of random buckets of `bucket_size`.
 
-  Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; they
+  Client values that contain NaN or Inf (or carry a non-finite or negative weight) get weight 0 and are counted; they
   still take a place in a bucket. A cohort larger than `max_clients` puts the clients of rank beyond
   K s - 1 into the last bucket (K = ceil(max_clients / bucket_size)).
 

@@ -46,7 +46,7 @@ def secure_mean_factory(clip_radius: float, max_client_weight: float) -> tff.agg
 class CenteredClippingFactory(tff.aggregators.WeightedAggregationFactory):
   """`WeightedAggregationFactory` for centered clipping: `num_iterations` secure averages of clipped residuals.
 
-  Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted. With no
+  Client values that contain NaN or Inf (or carry a non-finite or negative weight) get weight 0 and are counted. With no
   weight left the iterations do not move v (the previous round's aggregate is returned again). Norms are
   over the whole value (all tensors together).
 

@@ -40,7 +40,7 @@ class DeltaMedianFactory(tff.aggregators.WeightedAggregationFactory):
   A federated computation cannot loop until convergence, so every call runs all `max_iterations` sums;
   once a step moves the iterate by at most `tolerance` (Euclidean norm) the server keeps that iterate.
 
-  Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; with
+  Client values that contain NaN or Inf (or carry a non-finite or negative weight) get weight 0 and are counted; with
   no weight left the aggregate is zero.
 
   Types: what `tff.aggregators.MeanFactory` takes (floating values of any width, also mixed in a structure;

@@ -28,7 +28,7 @@ from tff_robust.aggregators import widening
 class NormClippingFactory(tff.aggregators.WeightedAggregationFactory):
   """`WeightedAggregationFactory` for the weighted mean of client updates clipped to L2 norm `clipping_norm`.
 
-  Client values that contain NaN or Inf (or carry a non-finite weight) get weight 0 and are counted; with
+  Client values that contain NaN or Inf (or carry a non-finite or negative weight) get weight 0 and are counted; with
   no weight left the aggregate is zero.
 
   Types: what `tff.aggregators.MeanFactory` takes (floating values of any width, also mixed in a structure;

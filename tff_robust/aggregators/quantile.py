@@ -36,7 +36,7 @@ def _check_level(level) -> float:
 def exact_quantile_factory(level: float) -> gathering.GatheringRobustFactory:
   """The exact weighted `level`-quantile (Property 7, upper end at ties) of the gathered client values.
 
-  Clients whose value or weight is not finite, or whose weight is 0, are dropped and counted; a cohort with
+  Clients whose value or weight is not finite, or whose weight is <= 0, are dropped and counted; a cohort with
   nobody left gives 0 and `insufficient_clients = 1` (see `gathering.GatheringRobustFactory`).
   """
   level = _check_level(level)

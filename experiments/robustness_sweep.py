@@ -22,9 +22,11 @@ and writes to <root_output_dir>/<experiment_name>/:
                 under each, its worst ASR over them, and the ASR --rounds_after_attack rounds after the attackers
                 stop (`experiments.backdoor_tables`, `experiments.backdoor_figure`).
 Every run starts from the same initial model (`initial_weights.drawn(model_fn, 0)`); seeds vary the client
-sampling, the corrupted set and the server noise of `weak_dp` and `flame` (whose process is built per seed).
+sampling, the corrupted set, the server noise of `weak_dp` and `flame` and the random attacks' draws (`gaussian`,
+`fang_trimmed_mean`): a process that draws random numbers is built per seed.
 (Until 2026-11-27 each process started from its own, which depended on the runs before it in the sweep's Python
-process; such sweeps are not resumed.)
+process; such sweeps are not resumed. Until 2026-12-05 the random attacks drew the same numbers for every seed: a
+sweep of them resumed across that change mixes the two.)
 --corruptions takes the data corruptions (data, label_flipping) and update attack specs, name(key=value,...)
 (`tff_robust.core.attacks.catalog`; commas inside brackets do not split the list), and the named grids alie_grid
 (ALIE at z = the paper's z_max, 1, 2) and ipm_grid (IPM at eps = 0.1, 1, 2). A run's corruption is the spec's
@@ -356,8 +358,9 @@ def main(argv):
                                                    unit='run'):
     attack = update_attacks.get(kind)
     config = _config(algorithm, fraction, defences)
-    # One process per setting, shared by the seeds, unless the chain's noise takes the run's seed (weak_dp, flame).
-    process_seed = seed if config.defence is not None and defence_registry.uses_run_seed(config.defence) else 0
+    # One process per setting, shared by the seeds, unless the chain's noise (weak_dp, flame) or the attack's own
+    # randomness (gaussian, fang_trimmed_mean) takes the run's seed.
+    process_seed = seed if algorithms.defence_or_attack_draws_from_seed(config, attack) else 0
     alpha = targeted_runs.attacker_alpha(kind)  # constrain-and-scale's attackers train another objective
     key = (algorithm, config, attack, process_seed, alpha)
     if key not in processes:

@@ -187,3 +187,17 @@ def test_omniscient_direction_matches_its_reference_through_norm_aware_at_c_equa
   got = _payload('norm_aware', updates, weights, corrupted, np.zeros(7)).numpy()
   target = directions.omniscient_target(updates, weights, corrupted)
   np.testing.assert_allclose(got / np.linalg.norm(got), target / np.linalg.norm(target), atol=1e-6)
+
+
+@pytest.mark.slow  # two builds of every attack
+@pytest.mark.parametrize('name', catalog.ATTACK_NAMES)
+def test_an_attack_draws_other_numbers_under_another_seed_iff_the_catalog_says_it_does(name):
+  """`AttackInfo.draws_random_numbers` decides whether the robustness sweep builds a process per seed: an attack
+  that uses its seed but is not marked would send the same draws for every seed of a sweep."""
+  updates, weights, corrupted = _cohort(7)
+  sent = []
+  for seed in (0, 1):
+    process = update_corruption.UpdateCorruptionFactory(
+        name, tff.aggregators.MeanFactory(), seed=seed, stacked_rule=_tf_median).create(_VALUE_TYPE, _WEIGHT_TYPE)
+    sent.append(_run(process, process.initialize(), updates, weights, corrupted)[1])
+  assert (not np.allclose(sent[0], sent[1])) == catalog.ATTACKS[name].draws_random_numbers

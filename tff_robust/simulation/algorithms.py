@@ -7,6 +7,7 @@ import tensorflow_federated as tff
 
 from tff_robust.aggregators import channels
 from tff_robust.aggregators import defences
+from tff_robust.aggregators.defences import registry as defence_registry
 from tff_robust.aggregators import delta_median
 from tff_robust.aggregators import gathering
 from tff_robust.processes import composition
@@ -195,6 +196,15 @@ def defence_stacked_rule(name: str, config: AlgorithmConfig, clients_per_round: 
     raise ValueError(f'a white-box attack on {name} needs clients_per_round (its defence is simulated on the cohort)')
   return defences.stacked_rule(_chain_spec(name, config), clients_per_round=clients_per_round,
                                num_byzantine=config.num_byzantine)
+
+
+def defence_or_attack_draws_from_seed(config: AlgorithmConfig, update_attack: Optional[str]) -> bool:
+  """Whether `build_learning_process`'s defence or attack draws random numbers from its `seed`: the noise of
+  `config.defence` (`weak_dp`, `flame`: `registry.uses_run_seed`) or `update_attack`'s draws (`gaussian`,
+  `fang_trimmed_mean`: `catalog.AttackInfo.draws_random_numbers`). A process for which it is False may be shared
+  by runs of several seeds."""
+  noisy_defence = config.defence is not None and defence_registry.uses_run_seed(config.defence)
+  return noisy_defence or (update_attack is not None and catalog.parse(update_attack).info.draws_random_numbers)
 
 
 def build_learning_process(

@@ -43,13 +43,14 @@ class Parameter:
 
 @dataclasses.dataclass(frozen=True)
 class AttackInfo:
-  """One attack of the catalog: its name, a one-line summary, its parameters and whether it needs the defence's stacked
-  rule (the white-box line search)."""
+  """One attack of the catalog: its name, a one-line summary, its parameters, whether it needs the defence's stacked
+  rule (the white-box line search) and whether it draws random numbers from the run's seed."""
 
   name: str
   summary: str
   parameters: tuple[Parameter, ...] = ()
   needs_stacked_rule: bool = False  # the white-box line search evaluates the defence's rule
+  draws_random_numbers: bool = False  # its build takes the run's seed (gaussian's noise, Fang's draws)
 
 
 def _number(name, default, allowed, check):
@@ -82,7 +83,7 @@ def _perturbation_search_parameters():
 
 _ATTACKS = (
     AttackInfo('gaussian', 'sigma N(0, I) replaces (or is added to) the update, sigma its own std',
-               (_choice('mode', GAUSSIAN_MODES, 'replace'),)),
+               (_choice('mode', GAUSSIAN_MODES, 'replace'),), draws_random_numbers=True),
     AttackInfo('omniscient', '-(2 S_G + S_C) / A_C: the weighted mean becomes minus the honest-behaviour mean'),
     AttackInfo('alie', 'a little is enough: honest mean - z honest std (z: the paper\'s z_max unless set)',
                (_number('z', None, 'a finite number', lambda v: True),)),
@@ -99,7 +100,7 @@ _ATTACKS = (
                'within the honest maximum (Shejwalkar & Houmansadr 2021)', _perturbation_search_parameters()),
     AttackInfo('fang_trimmed_mean', 'Fang et al. 2020 on the trimmed mean and the median: per coordinate beyond the '
                'honest extreme opposite to the honest mean\'s sign, within a factor b',
-               (_number('b', 2.0, 'a finite number > 1', lambda v: v > 1),)),
+               (_number('b', 2.0, 'a finite number > 1', lambda v: v > 1),), draws_random_numbers=True),
     AttackInfo('fang_krum', 'Fang et al. 2020 on Krum: -lambda sign(honest mean), lambda halved until Krum '
                'selects it', (_number('threshold', 1e-5, 'a finite number > 0', lambda v: v > 0),)),
     AttackInfo('mimic', 'every attacker copies the honest client farthest along the honest updates\' direction of '

@@ -67,6 +67,17 @@ def test_where_namespaces_are_refused_the_service_refuses_naming_the_flag_that_a
   assert re.search(r'\(.*(Operation not permitted|Invalid argument).*\)', line), line
 
 
+def test_where_namespaces_are_refused_a_tls_service_names_no_flag_that_would_serve_without_tls(certificates):
+  if shutil.which('unshare') is None or subprocess.run(['unshare', '--user', 'true']).returncode != 0:
+    pytest.skip('cannot start a process without the right to create namespaces (`unshare --user` fails)')
+  result = subprocess.run(
+      ['unshare', '--user', *worker_services.SERVICE_COMMAND, '--gpus=none',
+       *worker_services.tls_flags(certificates['ours'])],
+      cwd=repository.ROOT, capture_output=True, text=True, timeout=120)
+  line = _one_line_refusal(result, 'private network namespace', 'TLS needs one', 'SSH tunnel')
+  assert '--network_isolation=off' not in line
+
+
 @tff.federated_computation(tff.FederatedType(np.float32, tff.CLIENTS))
 def _mean(values):
   return tff.federated_mean(values)

@@ -166,6 +166,17 @@ def _serve_exposed(binary: str, concurrency: int) -> NoReturn:
   os.execv(binary, [binary, f'--port={_PORT.value}', f'--max_concurrent_computation_calls={concurrency}'])
 
 
+def _no_namespace_refusal(reason: str, tls: bool) -> str:
+  """The one-line refusal where the kernel gives the worker no private network namespace: with TLS it names no
+  flag that would serve anyway (`--network_isolation=off` refuses TLS), without it the flag that accepts exposure."""
+  refusal = f'the worker cannot run in a private network namespace here ({reason})'
+  if tls:
+    return (f'{refusal}: TLS needs one (its relay must be the only way in); run as root or where unprivileged user '
+            'namespaces are allowed, or keep the service on loopback without TLS and reach it through an SSH tunnel')
+  return (f'{refusal}; --network_isolation=off serves TFF\'s worker_binary without one, on every interface, '
+          'unauthenticated')
+
+
 def _serve_isolated(binary: str, concurrency: int, address: str, is_loopback: bool, tls_files) -> NoReturn:
   """Starts the worker in a private network namespace behind the relay on `address`; waits for it to end."""
   listener = _bind(address)
@@ -177,9 +188,7 @@ def _serve_isolated(binary: str, concurrency: int, address: str, is_loopback: bo
   outcome, _, reason = launched.status.partition(' ')
   if outcome != 'isolated':
     launched.process.wait()
-    finite_flags.refuse(
-        f'the worker cannot run in a private network namespace here ({reason or "the launcher ended"}); '
-        '--network_isolation=off serves TFF\'s worker_binary without one, on every interface, unauthenticated')
+    finite_flags.refuse(_no_namespace_refusal(reason or 'the launcher ended', tls_files is not None))
   worker = launched.process
   print(f'TFF worker serving on {_endpoint(address)} (pid {worker.pid}, in a private network namespace): {binary}',
         file=sys.stderr, flush=True)

@@ -175,11 +175,12 @@ class LocalWorker:
     self._log_file = open(self.log_path, 'ab')
     concurrency = gpu_placement.client_concurrency(max_concurrent_computation_calls)
     try:
-      self._process, status = worker_launcher.launch(
+      launched = worker_launcher.launch(
           [self.binary, f'--port={self.port}', f'--max_concurrent_computation_calls={concurrency}'],
           network=network_mode, port=self.port, unix_socket=self._unix_socket, stdout=self._log_file,
           stderr=subprocess.STDOUT, env=_environment_with_visible_gpus(visible_gpus),
       )
+      self._process, status = launched.process, launched.status
     except TimeoutError:  # the launcher was killed
       self._log_file.close()
       shutil.rmtree(self._private_dir, ignore_errors=True)

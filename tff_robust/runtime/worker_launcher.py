@@ -4,7 +4,7 @@ Usage (internal: `launch()`, by `execution_context.LocalWorker` and `worker_serv
 
   python -m tff_robust.runtime.worker_launcher --parent_pid=PID --network=isolate|isolate_or_expose|expose \
       --status_fd=FD (--unix_socket=PATH | --listen_fd=FD [--tls_cert=C --tls_key=K --tls_client_ca=CA]) \
-      --port=PORT -- BINARY [ARGS...]
+      [--relay_alive_fd=FD] --port=PORT -- BINARY [ARGS...]
 
 Dying with the parent: the launcher asks Linux to SIGKILL it when its parent dies (`PR_SET_DEATHSIG`), then
 replaces itself with the worker binary (the death signal survives `execve`). So even a parent killed with
@@ -26,6 +26,9 @@ signal, so it never outlives the worker.
 host's namespace: a socket keeps the namespace it was created in, so the relay accepts connections from the
 host's network there and connects each to the worker's port in its own namespace, one hop. With the `--tls_*`
 files the relay accepts only mutual-TLS connections from clients that the CA signed (`tls_relay`).
+`--relay_alive_fd=FD`, the write end of a pipe, is kept open by the relay alone (the worker closes it before it
+starts), so the caller reads end-of-file from the other end when the relay ends: without it the worker is
+unreachable (`launch(watch_relay=True)`, `worker_service`).
 
 `--network=isolate_or_expose` falls back to the plain binary when namespaces cannot be created (e.g. a
 container whose seccomp profile forbids `unshare`, or a kernel with unprivileged user namespaces disabled);
@@ -203,9 +206,10 @@ def _listen(unix_socket: str) -> socket.socket:
   return listener
 
 
-def _fork_relay(listener: socket.socket, port: int, tls_context: Optional[ssl.SSLContext]) -> None:
+def _fork_relay(listener: socket.socket, port: int, tls_context: Optional[ssl.SSLContext],
+                relay_alive_fd: Optional[int]) -> None:
   """Forks the relay from `listener` to the worker's loopback port (TLS-terminating with `tls_context`); returns in
-  the (future worker) parent."""
+  the (future worker) parent, which leaves `relay_alive_fd` to the relay."""
   worker_pid = os.getpid()
   if os.fork() == 0:
     try:
@@ -217,6 +221,8 @@ def _fork_relay(listener: socket.socket, port: int, tls_context: Optional[ssl.SS
     finally:
       os._exit(1)  # pylint: disable=protected-access
   listener.close()
+  if relay_alive_fd is not None:
+    os.close(relay_alive_fd)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -230,6 +236,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
   parser.add_argument('--tls_cert')
   parser.add_argument('--tls_key')
   parser.add_argument('--tls_client_ca')
+  parser.add_argument('--relay_alive_fd', type=int)
   parser.add_argument('--port', type=int, required=True)
   parser.add_argument('binary_and_args', nargs='+')
   return parser.parse_args(argv[1:])
@@ -272,36 +279,46 @@ def main(argv: list[str]) -> None:
     listener = _listen(args.unix_socket) if status == 'isolated' else None
   _report(args.status_fd, status)  # closes the status pipe before the fork: only the Python side holds it
   if listener is not None:
-    _fork_relay(listener, args.port, tls_context)
+    _fork_relay(listener, args.port, tls_context, args.relay_alive_fd)
   os.execv(args.binary_and_args[0], args.binary_and_args)
 
 
 class Launched(NamedTuple):
-  """A launcher started by `launch`: its process (the worker binary once started) and its status line."""
+  """A launcher started by `launch`: its process (the worker binary once started), its status line and, with
+  `watch_relay`, the read end of the pipe that reaches end-of-file when the relay ends (the caller closes it)."""
   process: subprocess.Popen
   status: str  # 'isolated', 'exposed REASON' or 'refused REASON'; '' if it exited without saying
+  relay_alive: Optional[int] = None
 
 
 def launch(
     binary_and_args: Sequence[str], *, network: str, port: int, unix_socket: Optional[str] = None,
-    listener: Optional[socket.socket] = None, tls_files: Optional[Sequence[str]] = None, **popen_arguments,
+    listener: Optional[socket.socket] = None, tls_files: Optional[Sequence[str]] = None, watch_relay: bool = False,
+    **popen_arguments,
 ) -> Launched:
   """Starts `binary_and_args` (a worker listening on `port`) through this launcher, which dies with this process,
   and waits for its status line (see the module docstring).
 
   The relay listens on `unix_socket` (a new filesystem socket), or accepts on `listener` (a listening TCP socket of
   this process's network namespace, with the TLS files `tls_files` = (certificate, key, client CA) if given).
-  `network`: ISOLATE, ISOLATE_OR_EXPOSE or EXPOSE (only with `unix_socket`). `popen_arguments` go to
-  `subprocess.Popen` (output, environment). Raises TimeoutError (the launcher killed) if no status comes in time.
+  `network`: ISOLATE, ISOLATE_OR_EXPOSE or EXPOSE (only with `unix_socket`). `watch_relay`: also return
+  `Launched.relay_alive` (module docstring, `--relay_alive_fd`). `popen_arguments` go to `subprocess.Popen` (output,
+  environment). Raises TimeoutError (the launcher killed) if no status comes in time.
   """
   status_read, status_write = os.pipe()
   inherited = [status_write]
+  relay_alive_read = relay_alive_write = None
+  if watch_relay:
+    relay_alive_read, relay_alive_write = os.pipe()
+    inherited.append(relay_alive_write)
   relay_arguments = [f'--unix_socket={unix_socket}']
   if listener is not None:
     inherited.append(listener.fileno())
     relay_arguments = [f'--listen_fd={listener.fileno()}']
     relay_arguments += [f'--{name}={path}' for name, path in zip(('tls_cert', 'tls_key', 'tls_client_ca'),
                                                                  tls_files or ())]
+  if watch_relay:
+    relay_arguments.append(f'--relay_alive_fd={relay_alive_write}')
   try:
     process = subprocess.Popen(
         [sys.executable, '-m', 'tff_robust.runtime.worker_launcher', f'--parent_pid={os.getpid()}',
@@ -311,11 +328,15 @@ def launch(
     )
   finally:
     os.close(status_write)
+    if relay_alive_write is not None:
+      os.close(relay_alive_write)
   try:
-    return Launched(process, _read_status(status_read))
+    return Launched(process, _read_status(status_read), relay_alive_read)
   except TimeoutError:
     process.kill()
     process.wait()
+    if relay_alive_read is not None:
+      os.close(relay_alive_read)
     raise
   finally:
     os.close(status_read)

@@ -22,7 +22,8 @@ worker's `worker_launcher`, which makes it die with this process), and a relay f
   certificate against its own CA (`--tff_worker_credentials`). Every refused connection is logged in one line.
 - `--listen` on an address other hosts can reach without TLS needs `--insecure_listen`, and the service warns.
 - Where the kernel refuses a network namespace (some containers), the service refuses to start, naming
-  `--network_isolation=off`, which serves the binary itself on every interface as TFF does (with the warning).
+  `--network_isolation=off`, which serves the binary itself on every interface as TFF does (with the warning);
+  with `--tls_*` it names the ways to keep TLS instead (that mode takes none).
 
 The guide "Where clients run" (docs/guides/where_clients_run.md) shows the set-up and what each way protects against.
 
@@ -30,6 +31,8 @@ Workers: `--worker_binary`, else $TFF_ROBUST_WORKER_BINARY, else the one shipped
 without CUDA, so that with it client computations run on this host's CPU cores (`gpu_placement`; `--gpus=auto`
 says so in one line, `--gpus=0` is refused). A worker built from TFF's source with CUDA is how a GPU serves.
 SIGTERM, SIGINT or SIGHUP stops the worker and then the service (the worker also dies if the service is killed).
+If the relay ends while the worker runs (a bug or a kill: no connection could reach the worker any more), the
+service stops the worker and exits with status 1, saying so, rather than refuse every connection silently.
 
 A bad flag is refused with one line on stderr naming it, exit status 2 (as `experiments.train` does): a missing,
 unreadable or non-PEM certificate, a key that does not match its certificate, an exposed `--listen` without TLS or
@@ -40,7 +43,9 @@ import ipaddress
 import os
 import signal
 import socket
+import subprocess
 import sys
+import threading
 from typing import NoReturn, Optional
 
 from absl import app
@@ -182,7 +187,7 @@ def _serve_isolated(binary: str, concurrency: int, address: str, is_loopback: bo
   listener = _bind(address)
   launched = worker_launcher.launch(
       [binary, f'--port={_PORT.value}', f'--max_concurrent_computation_calls={concurrency}'],
-      network=worker_launcher.ISOLATE, port=_PORT.value, listener=listener, tls_files=tls_files,
+      network=worker_launcher.ISOLATE, port=_PORT.value, listener=listener, tls_files=tls_files, watch_relay=True,
   )
   listener.close()  # the relay holds it: once the relay is gone, connections are refused, not left waiting
   outcome, _, reason = launched.status.partition(' ')
@@ -202,12 +207,46 @@ def _serve_isolated(binary: str, concurrency: int, address: str, is_loopback: bo
 
   for signal_number in _STOP_SIGNALS:
     signal.signal(signal_number, stop)
+  relay_ended = _stop_worker_when_the_relay_ends(launched.relay_alive, worker, stopped_by)
   status = worker.wait()
   if stopped_by:
     sys.exit(128 + stopped_by[0])
+  if relay_ended.is_set():
+    print(f'stopped the TFF worker (pid {worker.pid}): its relay on {_endpoint(address)} ended, so no connection '
+          'could reach it any more', file=sys.stderr, flush=True)
+    sys.exit(1)
   how = f'was killed by signal {-status}' if status < 0 else f'exited with status {status}'
   print(f'the TFF worker (pid {worker.pid}) {how}', file=sys.stderr, flush=True)
   sys.exit(128 - status if status < 0 else status)
+
+
+def _stop_worker_when_the_relay_ends(relay_alive: int, worker: subprocess.Popen, stopped_by: list) -> threading.Event:
+  """Starts a thread that waits for end-of-file on `relay_alive` (`worker_launcher.launch(watch_relay=True)`) and
+  then, if the worker still runs and no stop signal came, sets the returned event and terminates the worker: the
+  relay is the only way in, so a service whose relay ended would refuse every connection and never say why."""
+  relay_ended = threading.Event()
+
+  def watch():
+    while os.read(relay_alive, 4096):
+      pass
+    os.close(relay_alive)
+    if not stopped_by and _running(worker.pid):
+      relay_ended.set()
+      worker.terminate()
+
+  threading.Thread(target=watch, name='relay-watch', daemon=True).start()
+  return relay_ended
+
+
+def _running(pid: int) -> bool:
+  """Whether `pid` is a process that has not exited (Linux: neither gone nor a zombie). `Popen.poll` cannot tell
+  from another thread while the main thread waits on the process."""
+  try:
+    with open(f'/proc/{pid}/stat') as stat:
+      state = stat.read().rsplit(')', 1)[1].split()[0]
+  except (FileNotFoundError, ProcessLookupError, IndexError):
+    return False
+  return state not in ('Z', 'X')
 
 
 def main(argv: list[str]) -> None:

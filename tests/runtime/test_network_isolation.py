@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +17,7 @@ from tests import repository
 from tests.experiments import train_runs
 from tests.simulation import proc_files
 from tff_robust.runtime import execution_context
+from tff_robust.runtime import worker_launcher
 
 _WARNING_NAME = 'ExposedWorkerWarning'  # a literal, so that this test also runs (and fails) on code without it
 
@@ -83,6 +85,16 @@ def test_the_session_worker_has_a_network_of_loopback_only_and_a_private_socket(
 def test_an_unknown_isolation_mode_is_refused_by_name():
   with pytest.raises(ValueError, match=r"network_isolation .*'auto', 'off', 'required'.*'on'"):
     execution_context.LocalWorker(network_isolation='on')
+
+
+@pytest.mark.parametrize('network', [worker_launcher.ISOLATE_OR_EXPOSE, worker_launcher.EXPOSE])
+def test_a_tcp_listener_is_given_to_an_isolated_worker_only(network):
+  """A worker that may fall back to exposure must not also get a relay on the caller's TCP socket."""
+  with socket.socket() as listener:
+    with pytest.raises(ValueError, match=f"network must be 'isolate' with a listener, got '{network}'"):
+      worker_launcher.launch(['/bin/true'], network=network, port=1, listener=listener)
+  with pytest.raises(ValueError, match='exactly one of unix_socket and listener'):
+    worker_launcher.launch(['/bin/true'], network=worker_launcher.ISOLATE, port=1)
 
 
 _WITHOUT_NAMESPACES = textwrap.dedent('''

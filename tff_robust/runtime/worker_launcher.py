@@ -303,8 +303,14 @@ def launch(
   this process's network namespace, with the TLS files `tls_files` = (certificate, key, client CA) if given).
   `network`: ISOLATE, ISOLATE_OR_EXPOSE or EXPOSE (only with `unix_socket`). `watch_relay`: also return
   `Launched.relay_alive` (module docstring, `--relay_alive_fd`). `popen_arguments` go to `subprocess.Popen` (output,
-  environment). Raises TimeoutError (the launcher killed) if no status comes in time.
+  environment). Raises TimeoutError (the launcher killed) if no status comes in time, and ValueError, before
+  starting anything, unless exactly one of `unix_socket` and `listener` is given, or for a `listener` with another
+  `network` than ISOLATE (a worker that falls back to exposure must not get a relay on the caller's TCP socket too).
   """
+  if (unix_socket is None) == (listener is None):
+    raise ValueError('launch takes exactly one of unix_socket and listener')
+  if listener is not None and network != ISOLATE:
+    raise ValueError(f'network must be {ISOLATE!r} with a listener, got {network!r}')
   status_read, status_write = os.pipe()
   inherited = [status_write]
   relay_alive_read = relay_alive_write = None

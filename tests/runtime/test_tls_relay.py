@@ -13,6 +13,7 @@ import pytest
 
 from tests import repository
 from tests.runtime import worker_services
+from tff_robust.runtime import tls_relay
 
 _OPEN_FILES = 64  # the relay's limit: fewer than the flood's connections
 _FLOOD = 80
@@ -83,3 +84,23 @@ def test_a_flood_of_silent_connections_beyond_the_open_file_limit_does_not_stop_
     relay.kill()
     _, stderr = relay.communicate(timeout=30)
   assert 'Traceback' not in stderr, stderr[-3000:]
+
+
+def test_a_flood_of_refusals_is_logged_one_by_one_up_to_the_limit_then_counted():
+  lines, now = [], [0.0]
+  limited = tls_relay._LimitedLog('refused connections', max_lines=3, window=60.0, clock=lambda: now[0],
+                                  write=lines.append)
+  for i in range(7):
+    limited(f'refused {i}')
+  assert lines == ['refused 0', 'refused 1', 'refused 2']
+  now[0] = 59.0
+  limited.flush()  # the window has not ended
+  assert len(lines) == 3
+  now[0] = 61.0
+  limited.flush()
+  assert lines[3:] == ['... and 4 more refused connections in the last 60 s, not logged one by one']
+  limited('refused 7')  # a new window logs again
+  assert lines[4:] == ['refused 7']
+  now[0] = 200.0
+  limited.flush()  # nothing was suppressed: nothing to say
+  assert len(lines) == 5

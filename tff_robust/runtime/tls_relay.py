@@ -14,7 +14,9 @@ in the listener's backlog until one ends (within the timeout). So connections th
 bounded number of open files, and an accept that fails anyway (out of open files or memory: EMFILE, ENFILE,
 ENOBUFS, ENOMEM) is logged and retried after `ACCEPT_RETRY_SECONDS`, never the end of the relay (until 2026-12-05
 it was: a flood of silent connects as large as the open-file limit stopped it for good). Such a flood still
-delays the clients that arrive during it, by up to the handshake timeout.
+delays the clients that arrive during it, by up to the handshake timeout. Nor does a flood flood the log: refusals
+and failed accepts are logged one by one up to `MAX_LOGGED_PER_WINDOW` of each a `LOG_WINDOW_SECONDS` window, and
+the rest as one line of their count when the window ends (`_LimitedLog`); accepted connections are always logged.
 
 One asyncio event loop serves every connection: OpenSSL's connection objects must not be read and written from
 two threads at once, which the launcher's thread-per-direction relay for plain streams would do. The standard
@@ -33,6 +35,8 @@ from typing import NoReturn
 HANDSHAKE_TIMEOUT_SECONDS = 10.0
 MAX_PENDING_HANDSHAKES = 64
 ACCEPT_RETRY_SECONDS = 0.1
+MAX_LOGGED_PER_WINDOW = 10
+LOG_WINDOW_SECONDS = 60.0
 _WORKER_CONNECT_TIMEOUT_SECONDS = 60.0
 _CHUNK_BYTES = 1 << 20
 
@@ -40,6 +44,32 @@ _CHUNK_BYTES = 1 << 20
 def log(line: str) -> None:
   """One line on stderr (the service's), with the local time: what the relay accepted or refused."""
   print(f'{time.strftime("%Y-%m-%d %H:%M:%S")} worker_service: {line}', file=sys.stderr, flush=True)
+
+
+class _LimitedLog:
+  """Logs up to `max_lines` lines of one kind a `window`-second window; the rest as one line of their count, said
+  by `flush` once the window has ended (the relay calls it every window)."""
+
+  def __init__(self, kind: str, max_lines: int = MAX_LOGGED_PER_WINDOW, window: float = LOG_WINDOW_SECONDS,
+               clock=time.monotonic, write=log):
+    self._kind, self._max_lines, self._window, self._clock, self._write = kind, max_lines, window, clock, write
+    self._start, self._logged, self._suppressed = clock(), 0, 0
+
+  def __call__(self, line: str) -> None:
+    self.flush()
+    if self._logged < self._max_lines:
+      self._logged += 1
+      self._write(line)
+    else:
+      self._suppressed += 1
+
+  def flush(self) -> None:
+    """Starts a new window if this one has ended, first saying how many lines it did not log."""
+    if self._clock() - self._start < self._window:
+      return
+    if self._suppressed:
+      self._write(f'... and {self._suppressed} more {self._kind} in the last {self._window:g} s, not logged one by one')
+    self._start, self._logged, self._suppressed = self._clock(), 0, 0
 
 
 def _endpoint(address) -> str:
@@ -87,15 +117,15 @@ async def _handshake(connection: socket.socket, context: ssl.SSLContext):
 
 
 async def _relay(connection: socket.socket, peer: str, port: int, context: ssl.SSLContext,
-                 handshake_slots: asyncio.Semaphore) -> None:
-  """Relays one accepted connection to the worker if its TLS handshake succeeds; logs what it did. Releases its
-  slot of `handshake_slots` (taken before the accept) when the handshake ends."""
+                 handshake_slots: asyncio.Semaphore, log_refusal: _LimitedLog) -> None:
+  """Relays one accepted connection to the worker if its TLS handshake succeeds; logs what it did (a refusal
+  through `log_refusal`). Releases its slot of `handshake_slots` (taken before the accept) when the handshake ends."""
   try:
     client_reader, client_writer = await _handshake(connection, context)
   except OSError as error:  # ssl.SSLError, a timeout (ConnectionAbortedError saying so), the client hanging up
     reason = (f'TLS handshake failed: {error}' if str(error) else
               'the client closed the connection during the TLS handshake (does it trust this worker\'s certificate?)')
-    log(f'refused a connection from {peer}: {reason}')
+    log_refusal(f'refused a connection from {peer}: {reason}')
     return
   finally:
     handshake_slots.release()
@@ -109,21 +139,31 @@ async def _relay(connection: socket.socket, peer: str, port: int, context: ssl.S
   await asyncio.gather(_copy(client_reader, worker_writer), _copy(worker_reader, client_writer))
 
 
+async def _flush_every_window(*limited_logs: _LimitedLog) -> NoReturn:
+  while True:
+    await asyncio.sleep(LOG_WINDOW_SECONDS)
+    for limited in limited_logs:
+      limited.flush()
+
+
 async def _serve(listener: socket.socket, port: int, context: ssl.SSLContext) -> None:
   loop = asyncio.get_running_loop()
   listener.setblocking(False)
   relays = set()  # the event loop keeps only weak references to tasks
   handshake_slots = asyncio.Semaphore(MAX_PENDING_HANDSHAKES)
+  log_refusal, log_accept_failure = _LimitedLog('refused connections'), _LimitedLog('failed accepts')
+  relays.add(asyncio.create_task(_flush_every_window(log_refusal, log_accept_failure)))  # a strong reference
   while True:
     await handshake_slots.acquire()
     try:
       connection, address = await loop.sock_accept(listener)
     except OSError as error:  # out of open files or memory for now (see the module docstring)
       handshake_slots.release()
-      log(f'could not accept a connection ({error}); retrying in {ACCEPT_RETRY_SECONDS} s')
+      log_accept_failure(f'could not accept a connection ({error}); retrying in {ACCEPT_RETRY_SECONDS} s')
       await asyncio.sleep(ACCEPT_RETRY_SECONDS)
       continue
-    relay = asyncio.create_task(_relay(connection, _endpoint(address), port, context, handshake_slots))
+    relay = asyncio.create_task(
+        _relay(connection, _endpoint(address), port, context, handshake_slots, log_refusal))
     relays.add(relay)
     relay.add_done_callback(relays.discard)
 

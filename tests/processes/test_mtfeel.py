@@ -94,7 +94,8 @@ def test_mtfeel_rounds_match_the_numpy_reference(update_order, gamma, lambdas):
     losses, signs = _reference_reports(arrays, models)
     new_alpha = reference.alpha_step(losses, discrepancies, alpha, lambdas, num_examples, pen_scale, mu)
     weighting = alpha if update_order == 'w_then_alpha' else new_alpha
-    expected_objective = reference.objective(losses, discrepancies, alpha, lambdas, num_examples, pen_scale)
+    expected_objective = reference.objective(losses, discrepancies, alpha, lambdas, num_examples, pen_scale,
+                                             np.linalg.norm(models, axis=1), gammas)  # (7) at W^t, gamma included
     models = reference.sign_step(models, signs, weighting, lambdas, eta, gammas)
     alpha = new_alpha
     state, metrics = process.next(state, _datasets(arrays))

@@ -88,8 +88,8 @@ def build_mtfeel_process(
     `artifacts(state)` gives alpha and the discrepancies. Metrics: `client_work/train/loss` (mean over
     devices of Lhat(w_m, S_m)), `client_work/num_empty_datasets` (devices without data), `aggregator/` (the
     channel's `bits`, `bit_errors`, `outages`, `uplink_bits` with the losses, `num_nonfinite_clients`) and
-    `server/` (`objective` (7) at (W^t, alpha^t) without its gamma_k ||w_k||_2 term, so (7) itself at the
-    default gamma = 0, `weight_change` and `alpha_change`: mean over k of
+    `server/` (`objective` (7) at (W^t, alpha^t), its gamma ||w_k||_2 terms included although the step (9) takes
+    gamma sign(w_k), the l1 subgradient (notes, erratum 7), `weight_change` and `alpha_change`: mean over k of
     ||w_k^{t+1} - w_k^t||^2 and ||alpha_k^{t+1} - alpha_k^t||^2, the paper's Fig. 3).
 
   Raises:
@@ -199,6 +199,12 @@ def build_mtfeel_process(
         change / num_models,
     )
 
+  @tff.tensorflow.computation(tff.TensorType(np.float32), models_type)
+  def with_regulariser(objective_without_it, models):
+    """(7)'s last term at the server's models: + sum_k gamma ||w_k||_2 (w_k: model k's slice of every tensor)."""
+    squares = tf.add_n([tf.reduce_sum(tf.reshape(tf.square(w), [num_models, -1]), axis=1) for w in models.trainable])
+    return objective_without_it + gamma * tf.reduce_sum(tf.sqrt(squares))
+
   @tff.tensorflow.computation(vote.next.type_signature.result.measurements.member)
   def uplink_bits(measurements):
     """The channel's sign bits plus the N float32 losses each device sends."""
@@ -252,7 +258,8 @@ def build_mtfeel_process(
             num_nonfinite_clients=tff.federated_map(count, report.nonfinite),
         )),
         server=tff.federated_zip(collections.OrderedDict(
-            objective=stepped_alpha.objective, weight_change=stepped[1], alpha_change=stepped_alpha.alpha_change,
+            objective=tff.federated_map(with_regulariser, (stepped_alpha.objective, state.personal_weights)),
+            weight_change=stepped[1], alpha_change=stepped_alpha.alpha_change,
         )),
     ))
     return new_state, metrics

@@ -280,6 +280,8 @@ def main(argv: list[str]) -> None:
   _report(args.status_fd, status)  # closes the status pipe before the fork: only the Python side holds it
   if listener is not None:
     _fork_relay(listener, args.port, tls_context, args.relay_alive_fd)
+  elif args.relay_alive_fd is not None:
+    os.close(args.relay_alive_fd)  # no relay (an exposed worker): the caller reads end-of-file at once
   os.execv(args.binary_and_args[0], args.binary_and_args)
 
 

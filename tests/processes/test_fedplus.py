@@ -145,3 +145,18 @@ def test_an_optimizer_without_a_learning_rate_is_rejected():
 
   with pytest.raises(ValueError, match='learning_rate'):
     fedplus.build_fedplus_process(synthetic_regression.model_fn, NoLearningRate(), sigma=1.0)
+
+
+@pytest.mark.parametrize('variant, kind', [('geomed', 'l2'), ('comed', 'l1'), ('avg', 'squared_l2'), ('fedprox', None)])
+def test_the_anchor_model_is_the_global_model_plus_the_prox_of_the_offset(variant, kind):
+  """Eq. (2)'s personalised model w~ + theta_k, theta_k = prox(w_k - w~) (eq. (11); theta = 0 for FedProx)."""
+  delta = 0.3
+  process = fedplus.build_fedplus_process(synthetic_regression.model_fn, sgd(), variant=variant, sigma=1.0, delta=delta)
+  rng = np.random.default_rng(2)
+  global_kernel, local_kernel = rng.normal(size=(2, synthetic_regression.DIMENSION, 1)).astype(np.float32)
+  global_weights = tff.learning.models.ModelWeights(trainable=[global_kernel], non_trainable=[])
+  assert process.has_anchor
+  anchor = process.anchor_model_weights(global_weights, (local_kernel,)).trainable[0]
+  offset = (local_kernel - global_kernel).astype(np.float64).ravel()
+  theta = np.zeros_like(offset) if kind is None else fedplus_reference.prox(offset, delta, kind)
+  np.testing.assert_allclose(anchor, global_kernel + theta.reshape(global_kernel.shape), atol=1e-6)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow_federated as tff
 
+from tff_robust.core import fedplus as fedplus_reference
 from tff_robust.processes import fedplus
 from tff_robust.simulation import client_state_store
 from tff_robust.simulation import training_loop
@@ -101,3 +102,24 @@ def test_a_damaged_checkpoint_is_skipped_for_the_previous_one(task_and_process, 
   _run(task, process, resumed)
   _assert_same_run(str(tmp_path / 'reference'), resumed, process, task)
   assert os.path.isdir(os.path.join(resumed, 'checkpoints', 'damaged', 'program_state', 'round_4'))
+
+
+def test_fedplus_runs_also_release_each_clients_anchor_model_against_numpy(task_and_process, tmp_path):
+  """`personal_anchor/*`: each party's anchor w~ + prox(w_k - w~) (eq. (2), FedGeoMed+'s block soft-threshold at
+  delta = 0.1, `core.fedplus.prox`) scored on its own test half, from the saved models, in NumPy."""
+  task, process = task_and_process
+  output_dir = str(tmp_path / 'run')
+  summary = training_loop.run_training(
+      process, task, task.client_dataset, total_rounds=2, clients_per_round=4, rounds_per_eval=2, seed=3,
+      output_dir=output_dir, show_progress=False, rounds_per_checkpoint=0,
+  )
+  global_model = np.load(os.path.join(output_dir, 'model_weights.npz'))['trainable_0'].astype(np.float64)
+  losses = []
+  for cid, local in _personal_models(output_dir, process, task).items():
+    local = np.asarray(local[0], np.float64)
+    anchor = global_model + fedplus_reference.prox((local - global_model).ravel(), 0.1, 'l2').reshape(local.shape)
+    x, y = [np.stack([np.asarray(e[k]) for e in task.personal_test_data.create_tf_dataset_for_client(cid)])
+            for k in ('x', 'y')]
+    losses.append(np.mean((x @ anchor - y.reshape(-1, 1)) ** 2))
+  np.testing.assert_allclose(summary['personal_anchor/loss_mean'], np.mean(losses), rtol=1e-4)
+  assert summary['personal_anchor/loss_mean'] != pytest.approx(summary['personal/loss_mean'], rel=1e-3)

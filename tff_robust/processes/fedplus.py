@@ -61,6 +61,18 @@ def fedplus_aggregator(
   )
 
 
+def _anchor(global_weights, local_trainable, psi: Optional[str], delta: float) -> tff.learning.models.ModelWeights:
+  """The anchor w~ + theta_k, theta_k = prox_Psi^{1/sigma}(w_k - w~) (eq. (11)): the personalised model of eq. (2),
+  which the paper's Algorithm 1 does not return (notes 6.11: report both). NumPy arrays, computed eagerly."""
+  global_trainable = [tf.convert_to_tensor(w) for w in global_weights.trainable]
+  offset = [tf.convert_to_tensor(w) - g for w, g in zip(local_trainable, global_trainable)]
+  theta = prox_ops.prox(offset, psi, delta) if psi else [tf.zeros_like(t) for t in offset]
+  return tff.learning.models.ModelWeights(
+      trainable=[(g + t).numpy() for g, t in zip(global_trainable, theta)],
+      non_trainable=list(global_weights.non_trainable),
+  )
+
+
 def build_fedplus_process(
     model_fn,
     client_optimizer_fn: tff.learning.optimizers.Optimizer,
@@ -99,7 +111,8 @@ def build_fedplus_process(
       sum_factory=<a secure sum>)` for FedGeoMed+ or FedCoMed+).
 
   Returns:
-    A `StatefulClientProcess`; a client's personal model is its local model w_k.
+    A `StatefulClientProcess`; a client's personal model is its local model w_k (Algorithm 1's), its anchor
+    model the personalised w~ + theta_k of eq. (2) (`anchor_model_weights`).
 
   Raises:
     ValueError: for an argument outside its allowed range.
@@ -143,6 +156,7 @@ def build_fedplus_process(
       personal_model_weights=lambda global_weights, local: tff.learning.models.ModelWeights(
           trainable=list(local), non_trainable=list(global_weights.non_trainable)
       ),
+      anchor_model_weights=lambda global_weights, local: _anchor(global_weights, local, psi, delta),
       metrics_aggregator=metrics_aggregator,
       count_factory=count_factory,
   )

@@ -46,17 +46,20 @@ class StatefulClientProcess(tff.templates.IterativeProcess):
     - `initial_client_state(state)`: the state of a client before its first visit, from the server state
       (e.g. the initial global model: Fed+ Algorithm 1, line 2);
     - `personal_model_weights(global_weights, client_state)`: the model a client predicts with;
+    - `anchor_model_weights(global_weights, client_state)`: where the algorithm has one, the other personal model
+      a client could predict with (Fed+'s anchor w~ + theta_k, eq. (2)), else None;
     - `set_model_weights(state, model_weights)`: the state with another global model (e.g. drawn per seed);
     - `next_computation`: the federated computation `next` calls, e.g. for
       `privacy.assert_client_values_aggregated_securely`.
   """
 
   def __init__(self, initialize_fn, next_fn, *, get_model_weights, initial_client_state,
-               personal_model_weights: Callable):
+               personal_model_weights: Callable, anchor_model_weights: Optional[Callable] = None):
     super().__init__(initialize_fn, next_fn)
     self._get_model_weights = get_model_weights
     self._initial_client_state = initial_client_state
     self._personal_model_weights = personal_model_weights
+    self._anchor_model_weights = anchor_model_weights
 
   def next(self, state, client_data, client_states) -> StatefulClientOutput:
     """One round: `StatefulClientOutput(state, client_states, metrics)`, the cohort's new states in the order of
@@ -91,6 +94,17 @@ class StatefulClientProcess(tff.templates.IterativeProcess):
     """The model a client with `client_state` predicts with, given the global weights."""
     return self._personal_model_weights(global_weights, client_state)
 
+  @property
+  def has_anchor(self) -> bool:
+    """Whether `anchor_model_weights` gives a second personal model (the runner then evaluates it too)."""
+    return self._anchor_model_weights is not None
+
+  def anchor_model_weights(self, global_weights, client_state) -> tff.learning.models.ModelWeights:
+    """The algorithm's other personal model of a client with `client_state` (`has_anchor`); ValueError without."""
+    if self._anchor_model_weights is None:
+      raise ValueError('this process has no anchor model (has_anchor is False)')
+    return self._anchor_model_weights(global_weights, client_state)
+
 
 def build_stateful_client_process(
     model_fn: Callable[[], tff.learning.models.VariableModel],
@@ -101,6 +115,7 @@ def build_stateful_client_process(
     *,
     initial_client_state: Callable,
     personal_model_weights: Callable,
+    anchor_model_weights: Optional[Callable] = None,
     metrics_aggregator=tff.learning.metrics.sum_then_finalize,
     count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
 ) -> StatefulClientProcess:
@@ -118,6 +133,7 @@ def build_stateful_client_process(
     server_optimizer: a `tff.learning.optimizers.Optimizer`; SGD with learning rate 1 adds the aggregate.
     initial_client_state: Python callable server state -> a client's state before its first visit.
     personal_model_weights: Python callable (global `ModelWeights`, client state) -> `ModelWeights`.
+    anchor_model_weights: optional, the same kind of callable for a second personal model (Fed+'s anchor).
     metrics_aggregator: as for `tff.learning.algorithms.build_weighted_fed_avg`.
     count_factory: sums the two 0/1 counts below, one int32 [2] a client (`counting_client_work.counts_summer`):
       `tff.aggregators.SumFactory()` if None, `tff.aggregators.SecureSumFactory(1, 0)` to keep them secret.
@@ -198,5 +214,5 @@ def build_stateful_client_process(
       initialize_fn, next_fn,
       get_model_weights=lambda state: state['global_model_weights'],
       initial_client_state=initial_client_state,
-      personal_model_weights=personal_model_weights,
+      personal_model_weights=personal_model_weights, anchor_model_weights=anchor_model_weights,
   )

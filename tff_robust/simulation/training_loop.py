@@ -102,7 +102,8 @@ def run_training(
   `ClientStateStore` in `<output_dir>/client_states` and writes them back after the round. Tasks with
   `personal_test_data` get the distribution of each client's own model on its own held-out data
   (`personal/loss_mean`, `personal/error_p90`, ...): the personal models of a stateful process, the global
-  model otherwise. With `corrupted_client_ids` (the clients a corruption chose), the same distribution is
+  model otherwise; a process with an anchor model (Fed+'s w~ + theta_k) gets that model's as `personal_anchor/*`
+  too. With `corrupted_client_ids` (the clients a corruption chose), the same distribution is
   also released for the honest and the corrupted clients apart (`personal_honest/error_mean`,
   `personal_corrupted/error_mean`, ...; `evaluation.split_honest_and_corrupted`).
 
@@ -312,7 +313,7 @@ def run_training(
     released.update(metrics_csv.last_released_row(csv_path, total_rounds))
   summary = collections.OrderedDict(
       (key, value) for key, value in released.items()
-      if key.startswith(('eval/', 'train/', 'personal/', 'personal_honest/', 'personal_corrupted/'))
+      if key.startswith(('eval/', 'train/', 'personal/', 'personal_anchor/', 'personal_honest/', 'personal_corrupted/'))
   )
   summary.update(
       rounds=nonfinite_round or stop_round or total_rounds,
@@ -355,6 +356,10 @@ def _evaluate(process, task, state, store, personal_evaluator, client_ids, corru
       device_metrics.update(personal_evaluator.one_model(model_weights))  # every client has the global model
     else:
       device_metrics.update(personal_evaluator(_personal_weights(process, state, store, model_weights, client_ids)))
+    if store is not None and getattr(process, 'has_anchor', False):  # Fed+: also each client's anchor model
+      device_metrics.update(personal_evaluator(
+          lambda client_id: process.anchor_model_weights(model_weights, store.get([client_id])[0]),
+          group='personal_anchor'))
   if model_weights is not None:
     pooled_group = device_metrics.get(task.pooled_evaluation_group)
     pooled = None if pooled_group is None else pooled_group.pooled

@@ -346,12 +346,14 @@ class PersonalEvaluator:
     metrics, pooled = scorer.metrics_per_device(self._indexed_batches, len(self._client_ids), 'evaluating clients')
     return {'personal': _device_metrics(self._client_ids, metrics, weighted=False, pooled=pooled)}
 
-  def __call__(self, weights_of: Callable[[str], tff.learning.models.ModelWeights]) -> dict[str, DeviceMetrics]:
+  def __call__(self, weights_of: Callable[[str], tff.learning.models.ModelWeights],
+               group: str = 'personal') -> dict[str, DeviceMetrics]:
+    """The device group `group` with each client's own model `weights_of(client_id)`."""
     scorer, metrics = self._runner.scorer(), []
     for cid, dataset in self._datasets:
       scorer.load(weights_of(cid))
       metrics.append(scorer.metrics_on(dataset))
-    return {'personal': _device_metrics([cid for cid, _ in self._datasets], metrics, weighted=False)}
+    return {group: _device_metrics([cid for cid, _ in self._datasets], metrics, weighted=False)}
 
 
 def distribution_summary(results: dict[str, DeviceMetrics]) -> dict[str, float]:

@@ -225,52 +225,56 @@ def test_which_addresses_stay_on_this_host(address, stays):
   assert worker_channels.is_loopback(address) is stays
 
 
-def test_a_plain_driver_warns_once_naming_the_workers_off_this_host(monkeypatch):
+@pytest.fixture
+def no_remote_connection(monkeypatch):
+  """`set_remote_execution_context` dials nothing and installs nothing (its checks and warnings still run)."""
   monkeypatch.setattr(execution_context, '_ready_stub', lambda address, credentials: address)
   monkeypatch.setattr(tff.framework, 'set_default_context', lambda context: None)
   monkeypatch.setattr(execution_context, '_context_installed', execution_context._context_installed)  # restored
+
+
+@pytest.mark.usefixtures('no_remote_connection')
+def test_a_plain_driver_warns_once_naming_the_workers_off_this_host():
   with pytest.warns(execution_context.PlaintextWorkerWarning) as caught:
     execution_context.set_remote_execution_context(['localhost:1', '10.0.0.5:8000', 'worker-3:8000'])
   [warning] = [w for w in caught if issubclass(w.category, execution_context.PlaintextWorkerWarning)]  # once
   assert '10.0.0.5:8000, worker-3:8000' in str(warning.message) and 'localhost' not in str(warning.message)
 
 
-def test_a_plain_driver_on_loopback_does_not_warn(monkeypatch, recwarn):
-  monkeypatch.setattr(execution_context, '_ready_stub', lambda address, credentials: address)
-  monkeypatch.setattr(tff.framework, 'set_default_context', lambda context: None)
-  monkeypatch.setattr(execution_context, '_context_installed', execution_context._context_installed)  # restored
+@pytest.mark.usefixtures('no_remote_connection')
+def test_a_plain_driver_on_loopback_does_not_warn(recwarn):
   execution_context.set_remote_execution_context(['localhost:1', '[::1]:2'])
   assert not [w for w in recwarn if issubclass(w.category, execution_context.PlaintextWorkerWarning)]
 
 
-def test_a_service_whose_relay_ends_stops_its_worker_and_says_why(tmp_path):
-  """The relay is the only way in: without it the service would refuse every connection and never say why."""
+@pytest.fixture
+def plain_service(tmp_path):
+  """A service on 127.0.0.1 without TLS (skipped without namespaces), killed after the test if it still runs."""
   refusal = worker_services.private_network_refusal()
   if refusal:
     pytest.skip(f'no private network namespace here: {refusal}')
   service = worker_services.Service(tmp_path / 'service.log').wait_until_serving()
+  yield service
+  service.process.kill()  # a no-op once it ended; else no service is left behind
+  service.process.wait(timeout=30)
+
+
+def test_a_service_whose_relay_ends_stops_its_worker_and_says_why(plain_service):
+  """The relay is the only way in: without it the service would refuse every connection and never say why."""
+  service = plain_service
   worker = service.worker_pid()
   with open(f'/proc/{worker}/task/{worker}/children') as children:
     [relay] = [int(pid) for pid in children.read().split()]  # the relay: the worker's only child
   os.kill(relay, signal.SIGKILL)
-  try:
-    assert service.process.wait(timeout=30) == 1
-  finally:
-    service.process.kill()  # a no-op once it ended; else no service is left behind
+  assert service.process.wait(timeout=30) == 1
   assert service.lines(f'stopped the TFF worker (pid {worker}): its relay on 127.0.0.1:{service.port} ended')
   assert not os.path.exists(f'/proc/{worker}'), 'the worker outlived its service'
 
 
-def test_a_service_whose_worker_ends_says_so_and_not_that_the_relay_ended(tmp_path):
-  refusal = worker_services.private_network_refusal()
-  if refusal:
-    pytest.skip(f'no private network namespace here: {refusal}')
-  service = worker_services.Service(tmp_path / 'service.log').wait_until_serving()
+def test_a_service_whose_worker_ends_says_so_and_not_that_the_relay_ended(plain_service):
+  service = plain_service
   worker = service.worker_pid()
   os.kill(worker, signal.SIGKILL)
-  try:
-    assert service.process.wait(timeout=30) == 128 + signal.SIGKILL
-  finally:
-    service.process.kill()
+  assert service.process.wait(timeout=30) == 128 + signal.SIGKILL
   assert service.lines(f'the TFF worker (pid {worker}) was killed by signal {int(signal.SIGKILL)}')
   assert not service.lines('relay')

@@ -74,7 +74,8 @@ def test_a_capped_client_trains_every_epoch_on_min_cap_n_of_its_examples_drawn_p
   x, y = _arrays(1)[0]
   epochs = 2
   transform = client_pipelines.max_examples(cap, epochs=epochs, batch_size=_BATCH)
-  draw = lambda seed, round_num: _rows(transform(client_pipelines.round_generator(seed, round_num), [_epochs(x, y, epochs)])[0])
+  draw = lambda seed, round_num: _rows(
+      transform(client_pipelines.round_generator(seed, round_num), [_epochs(x, y, epochs)])[0])
   rows = draw(0, 1)
   size = min(cap, len(x))
   assert len(rows) == epochs * size

@@ -358,14 +358,15 @@ def main(argv):
                                                    unit='run'):
     attack = update_attacks.get(kind)
     config = _config(algorithm, fraction, defences)
-    # One process per setting, shared by the seeds, unless the chain's noise (weak_dp, flame) or the attack's own
-    # randomness (gaussian, fang_trimmed_mean) takes the run's seed.
-    process_seed = seed if algorithms.defence_or_attack_draws_from_seed(config, attack) else 0
+    # One process per setting, shared by the seeds, unless it draws random numbers from the run's seed (a noisy
+    # defence, a random attack, a noisy uplink).
+    name = 'fedavg' if algorithm in defences else algorithm
+    process_seed = seed if algorithms.process_draws_from_seed(name, config, attack) else 0
     alpha = targeted_runs.attacker_alpha(kind)  # constrain-and-scale's attackers train another objective
     key = (algorithm, config, attack, process_seed, alpha)
     if key not in processes:
       processes[key] = algorithms.build_learning_process(
-          'fedavg' if algorithm in defences else algorithm, task.model_fn, config,
+          name, task.model_fn, config,
           clients_per_round=_CLIENTS_PER_ROUND.value, update_attack=attack, seed=process_seed, attacker_alpha=alpha,
       )
     if kind not in asr_evaluators:

@@ -274,4 +274,3 @@ def test_a_durability_window_that_does_not_fit_in_the_rounds_is_a_usage_error(tm
   message = '--rounds_after_attack=2 does not fit in --total_rounds=2: the attackers need at least one round'
   assert message in result.stderr
   assert not (tmp_path / 's').exists()  # refused before the sweep started
-

@@ -15,6 +15,7 @@ local step a full-batch gradient step.
 import collections
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tff_robust.core import fedplus as fedplus_reference
@@ -67,6 +68,7 @@ def _f_sigma(models, arrays, delta):
   return np.mean(losses) + _SIGMA * fedplus_reference.aggregation_objective(aggregate, models, delta, 'l2')
 
 
+@pytest.mark.slow  # multi-round runs of the process
 def test_theorem_1_f_sigma_does_not_increase_along_fedgeomed_plus():
   arrays, delta = _parties(), 0.5
   process = fedplus.build_fedplus_process(
@@ -81,6 +83,7 @@ def test_theorem_1_f_sigma_does_not_increase_along_fedgeomed_plus():
   assert values[-1] < values[0] / 100, values  # and it does descend (4,713 -> 18.7 in NumPy)
 
 
+@pytest.mark.slow
 def test_corollary_1a_a_vanishing_psi_gives_each_party_its_own_least_squares_model():
   """sigma = 0.1: the proximal-point rounds contract by about sigma / (sigma + mu_k), so 20 rounds of 20 steps
   reach 4e-6 of the optimum in NumPy (at sigma = 1, 2e-2)."""

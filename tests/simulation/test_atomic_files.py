@@ -1,6 +1,7 @@
 """`atomic_files`: a file is replaced whole or left as it was, and a failed write leaves no temporary file."""
 
 import os
+import stat
 
 import pytest
 
@@ -34,3 +35,17 @@ def test_temporary_files_carry_the_prefix_a_directory_owner_removes(tmp_path, mo
   monkeypatch.setattr(os, 'replace', lambda src, dst: seen.append(os.path.basename(src)))
   atomic_files.write_text_atomically(str(tmp_path / 'x'), 'x')
   assert len(seen) == 1 and seen[0].startswith(atomic_files.TMP_PREFIX)
+
+
+def test_a_replaced_file_keeps_its_permissions_and_a_new_one_follows_the_umask(tmp_path):
+  old = tmp_path / 'summary.json'
+  old.write_text('{}')
+  os.chmod(old, 0o640)
+  atomic_files.write_text_atomically(str(old), '{"rounds": 2}')
+  assert stat.S_IMODE(os.stat(old).st_mode) == 0o640
+  mask = os.umask(0o022)
+  try:
+    atomic_files.write_text_atomically(str(tmp_path / 'results.csv'), 'algorithm\n')
+  finally:
+    os.umask(mask)
+  assert stat.S_IMODE(os.stat(tmp_path / 'results.csv').st_mode) == 0o644  # as open() would make it, not 0600

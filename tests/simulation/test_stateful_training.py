@@ -104,6 +104,7 @@ def test_a_damaged_checkpoint_is_skipped_for_the_previous_one(task_and_process, 
   assert os.path.isdir(os.path.join(resumed, 'checkpoints', 'damaged', 'program_state', 'round_4'))
 
 
+@pytest.mark.slow  # a training run of the runner
 def test_fedplus_runs_also_release_each_clients_anchor_model_against_numpy(task_and_process, tmp_path):
   """`personal_anchor/*`: each party's anchor w~ + prox(w_k - w~) (eq. (2), FedGeoMed+'s block soft-threshold at
   delta = 0.1, `core.fedplus.prox`) scored on its own test half, from the saved models, in NumPy."""

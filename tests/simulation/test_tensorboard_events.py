@@ -58,3 +58,11 @@ def test_a_torn_last_record_is_dropped_and_the_readable_ones_kept(tmp_path):
   (tmp_path / name).write_bytes(data[:-5])  # the last record (step 3) cut short
   assert tensorboard_events.keep_rounds_before(str(tmp_path), 3) == 0  # step 3 was unreadable, not dropped
   assert _steps(str(tmp_path)) == [('train/loss', 1), ('train/loss', 2)]
+
+
+def test_a_fresh_start_over_an_earlier_processes_events_drops_them_all(tmp_path):
+  """A run killed before its first checkpoint starts again from round 1 (`first_round` 1): none of its events stay."""
+  _write(str(tmp_path), [1, 2])
+  assert tensorboard_events.keep_rounds_before(str(tmp_path), 1) == 2
+  _write(str(tmp_path), [1, 2, 3])
+  assert _steps(str(tmp_path)) == [('train/loss', step) for step in (1, 2, 3)]

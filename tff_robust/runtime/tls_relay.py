@@ -68,7 +68,8 @@ class _LimitedLog:
     if self._clock() - self._start < self._window:
       return
     if self._suppressed:
-      self._write(f'... and {self._suppressed} more {self._kind} in the last {self._window:g} s, not logged one by one')
+      elapsed = self._clock() - self._start
+      self._write(f'... and {self._suppressed} more {self._kind} in the last {elapsed:.0f} s, not logged one by one')
     self._start, self._logged, self._suppressed = self._clock(), 0, 0
 
 

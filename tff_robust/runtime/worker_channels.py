@@ -10,6 +10,7 @@ during the handshake (its relay refused this driver's certificate, and logged it
 """
 
 import ipaddress
+import re
 from typing import Optional
 
 import grpc
@@ -34,11 +35,13 @@ class WorkerCertificateError(ConnectionError):
 
 
 def is_loopback(address: str) -> bool:
-  """Whether `address` (`host:port`, `[v6]:port`, `dns:///host:port`, `unix:PATH`) stays on this host: a Unix
-  socket, `localhost`, or a loopback IP (127.0.0.0/8, ::1). Names are not resolved: any other name is not."""
+  """Whether `address` (`host:port`, `[v6]:port`, gRPC's `dns:`, `dns:///`, `ipv4:`, `ipv6:` forms, `unix:PATH`)
+  stays on this host: a Unix socket, `localhost`, or a loopback IP (127.0.0.0/8, ::1). Names are not resolved: any
+  other name is not."""
   if address.startswith(('unix:', 'unix-abstract:')):
     return True
-  host = address.split('///', 1)[-1].rsplit(':', 1)[0].strip('[]')
+  address = re.sub(r'^(dns:(//[^/]*/)?|ipv4:|ipv6:)', '', address)
+  host = address.rsplit(':', 1)[0].strip('[]')
   if host.lower() == 'localhost':
     return True
   try:

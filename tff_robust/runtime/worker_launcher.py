@@ -334,6 +334,11 @@ def launch(
          *binary_and_args],
         stdin=subprocess.DEVNULL, close_fds=True, pass_fds=inherited, **popen_arguments,
     )
+  except BaseException:
+    for read_end in (status_read, relay_alive_read):
+      if read_end is not None:
+        os.close(read_end)
+    raise
   finally:
     os.close(status_write)
     if relay_alive_write is not None:

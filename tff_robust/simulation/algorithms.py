@@ -198,13 +198,16 @@ def defence_stacked_rule(name: str, config: AlgorithmConfig, clients_per_round: 
                                num_byzantine=config.num_byzantine)
 
 
-def defence_or_attack_draws_from_seed(config: AlgorithmConfig, update_attack: Optional[str]) -> bool:
-  """Whether `build_learning_process`'s defence or attack draws random numbers from its `seed`: the noise of
-  `config.defence` (`weak_dp`, `flame`: `registry.uses_run_seed`) or `update_attack`'s draws (`gaussian`,
-  `fang_trimmed_mean`: `catalog.AttackInfo.draws_random_numbers`). A process for which it is False may be shared
-  by runs of several seeds."""
+def process_draws_from_seed(name: str, config: AlgorithmConfig, update_attack: Optional[str]) -> bool:
+  """Whether `build_learning_process(name, ..., config, update_attack=..., seed=...)` draws random numbers from its
+  `seed`: the noise of `config.defence` (`weak_dp`, `flame`: `registry.uses_run_seed`), `update_attack`'s draws
+  (`gaussian`, `fang_trimmed_mean`: `catalog.AttackInfo.draws_random_numbers`) or a sign algorithm's noisy uplink
+  (`mtfeel`, `signsgd` with a channel other than 'none'). A process for which it is False may be shared by runs of
+  several seeds."""
   noisy_defence = config.defence is not None and defence_registry.uses_run_seed(config.defence)
-  return noisy_defence or (update_attack is not None and catalog.parse(update_attack).info.draws_random_numbers)
+  random_attack = update_attack is not None and catalog.parse(update_attack).info.draws_random_numbers
+  noisy_uplink = name in ('mtfeel', 'signsgd') and config.channel != 'none'
+  return noisy_defence or random_attack or noisy_uplink
 
 
 def build_learning_process(

@@ -1,10 +1,11 @@
-"""Files replaced whole or not at all: written to a temporary file in the same directory, flushed to disk, then
-renamed over the target (`os.replace`, atomic on POSIX), so a crash or a kill leaves the old file or the new one,
-never a torn one. Used for what a resumed run reads back: client states, their manifests, `summary.json` and a
+"""Files replaced whole or not at all: written to a temporary file in the same directory (flushed to disk by
+`write_atomically`), then renamed over the target (`os.replace`, atomic on POSIX), so a crash or a kill leaves the
+old file or the new one, never a torn one. Used for what a resumed run reads back: client states, their manifests, `summary.json` and a
 sweep's `results.csv`.
 """
 
 import os
+import stat
 import tempfile
 from typing import Callable
 
@@ -27,16 +28,24 @@ def fsync_directory(directory: str) -> None:
 
 def replace_atomically(path: str, fill_fn: Callable[[str], None]) -> None:
   """Calls `fill_fn(tmp_path)` to create a temporary file next to `path`, then renames it over `path`; the
-  temporary file is removed if anything fails."""
+  temporary file is removed if anything fails. The new file keeps the old one's permissions, or takes those an
+  `open` would give (0666 less the umask): `mkstemp`'s 0600 would hide results from the owner's other users."""
   fd, tmp_path = tempfile.mkstemp(dir=os.path.dirname(path) or '.', prefix=TMP_PREFIX)
   os.close(fd)
   try:
     fill_fn(tmp_path)
+    os.chmod(tmp_path, stat.S_IMODE(os.stat(path).st_mode) if os.path.exists(path) else 0o666 & ~_umask())
     os.replace(tmp_path, path)
   except BaseException:
     if os.path.exists(tmp_path):
       os.remove(tmp_path)
     raise
+
+
+def _umask() -> int:
+  mask = os.umask(0)  # the only portable way to read it
+  os.umask(mask)
+  return mask
 
 
 def write_atomically(path: str, write_fn: Callable) -> None:

@@ -128,7 +128,8 @@ def make_client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[s
 
   With `in_memory` a client's data is `Task.client_data` (a `base.InMemoryClient` where the task holds its
   examples in memory) instead of its dataset: the runner's data path (`client_pipelines.cohort_client_data`)
-  turns it into the same dataset, or a capped sample of it (`client_pipelines.max_examples`) cheaply.
+  turns it into the same dataset, or a capped sample of it (`client_pipelines.max_examples`) cheaply. A targeted
+  attack's corrupted clients always get their dataset: their poisoning picks examples by position.
 
   With a `window` that is not the whole run the result is a `client_pipelines.ByRound`: in the rounds outside it
   every client's data is what it would be with no client corrupted (clean data; for update attacks, the flag
@@ -155,15 +156,19 @@ def _client_data_fn(task: base.Task, corruption: str, corrupted: frozenset[str],
     if task.flip_labels is None:
       raise ValueError(f'label_flipping needs a task with class labels, not {task.name!r}')
     task = dataclasses.replace(task, corrupt_train=task.flip_labels)
-  # A targeted attack poisons examples by their position in the client's dataset (`tasks.backdoor`), which a
-  # capped in-memory client (`client_pipelines.capped_in_memory`: selection first, then the transform) would shift.
-  data_of = task.client_data if in_memory and targeted is None else task.client_dataset
+
+  def data_of(client_id, poisoned=False):
+    # A targeted attack poisons examples by their position in the client's dataset (`tasks.backdoor`), which a
+    # capped in-memory client (`client_pipelines.capped_in_memory`: selection first, then the transform) would shift.
+    from_memory = in_memory and not (poisoned and targeted is not None)
+    return (task.client_data if from_memory else task.client_dataset)(client_id, corrupted=poisoned)
+
   if sends_flag and targeted is None:  # an update attack: the attackers train on their clean data
     return lambda cid: (data_of(cid), update_corruption_process.corruption_flag_dataset(cid in corrupted))
   if sends_flag:  # a targeted attack with an update half: poisoned data and the flag
-    return lambda cid: (data_of(cid, corrupted=cid in corrupted),
+    return lambda cid: (data_of(cid, poisoned=cid in corrupted),
                         update_corruption_process.corruption_flag_dataset(cid in corrupted))
-  return lambda cid: data_of(cid, corrupted=corruption != 'none' and cid in corrupted)
+  return lambda cid: data_of(cid, poisoned=corruption != 'none' and cid in corrupted)
 
 
 def corrupted_weight_share(task: base.Task, corrupted: frozenset[str]) -> float:

@@ -57,3 +57,5 @@ def _write_records(path: str, records: list[bytes]) -> None:
   with tf.io.TFRecordWriter(path) as writer:
     for record in records:
       writer.write(record)
+  with open(path, 'rb') as written:  # on disk before the rename makes it the event file
+    os.fsync(written.fileno())

@@ -200,7 +200,8 @@ def run_training(
     dropped = metrics_csv.keep_checkpointed_rounds(csv_path, restored[0])  # DamagedMetricsError: refuse the resume
     if dropped:
       logging.warning('%s', dropped)
-    tensorboard_events.keep_rounds_before(os.path.join(output_dir, 'tensorboard'), first_round)
+  # An earlier process's events past the newest checkpoint (all of them for a fresh start) are released again.
+  tensorboard_events.keep_rounds_before(os.path.join(output_dir, 'tensorboard'), first_round)
   without_update = counted_updates.RoundsWithoutUpdate(
       stop_after_rounds_without_update,
       metrics_csv.rounds_without_counted_update(csv_path, first_round - 1) if restored is not None else (),

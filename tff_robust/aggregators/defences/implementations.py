@@ -96,9 +96,10 @@ def clip_rows(points, clip_norm):
 
 
 def without_nonfinite(points, weights):
-  """TensorFlow: rows with a NaN or Inf entry or weight become zeros with weight 0, as every factory's
-  `widening.widen_and_drop_nonfinite_at_clients` does."""
-  finite = tf.logical_and(tf.reduce_all(tf.math.is_finite(points), axis=1), tf.math.is_finite(weights))
+  """TensorFlow: rows with a NaN or Inf entry or a non-finite or negative weight become zeros with weight 0, as
+  every factory's `widening.widen_and_drop_nonfinite_at_clients` does."""
+  valid_weights = tf.logical_and(tf.math.is_finite(weights), weights >= tf.zeros_like(weights))
+  finite = tf.logical_and(tf.reduce_all(tf.math.is_finite(points), axis=1), valid_weights)
   return tf.where(finite[:, None], points, tf.zeros_like(points)), tf.where(finite, weights, tf.zeros_like(weights))
 
 

@@ -17,13 +17,14 @@ def _write(log_dir, steps):
 
 
 def _steps(log_dir):
-  """(tag, step) of every summary, in file order, read as TensorBoard reads them (CRCs checked)."""
+  """(tag, step) of every summary in `log_dir`'s event files, sorted (CRCs checked as TensorBoard checks them). The
+  files' names order them only within a second, and their counters compare as text, so no order is asserted."""
   found = []
   for name in sorted(os.listdir(log_dir)):
     for record in tf.data.TFRecordDataset(os.path.join(log_dir, name)):
       event = tf.compat.v1.Event.FromString(record.numpy())
       found.extend((value.tag, event.step) for value in event.summary.value)
-  return found
+  return sorted(found)
 
 
 def test_an_interrupted_runs_later_rounds_are_dropped_and_the_resumed_ones_appear_once(tmp_path):

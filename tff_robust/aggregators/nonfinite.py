@@ -6,6 +6,12 @@ import tensorflow as tf
 from tff_robust.aggregators import structure_math
 
 
+def valid_weight(weight):
+  """TensorFlow: whether the floating `weight` (a scalar or a tensor of them) is finite and >= 0, the weights every
+  weighted rule here takes."""
+  return tf.logical_and(tf.math.is_finite(weight), weight >= tf.zeros_like(weight))
+
+
 def leave_out_if_nonfinite(value, weight, also_checked=()):
   """TensorFlow: (value, weight) -> (value', weight', nonfinite), the rule every client-side filter shares.
 
@@ -16,8 +22,7 @@ def leave_out_if_nonfinite(value, weight, also_checked=()):
   client of weight -W would turn a weighted mean's denominator towards 0 and its sum away from every client.
   """
   floats = [t for t in tf.nest.flatten([value, also_checked]) if t.dtype.is_floating]
-  valid_weight = tf.logical_and(tf.math.is_finite(weight), weight >= tf.zeros_like(weight))
-  nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(floats), valid_weight))
+  nonfinite = tf.logical_not(tf.logical_and(structure_math.all_finite(floats), valid_weight(weight)))
   return (
       structure_math.zeros_where(nonfinite, value),
       tf.where(nonfinite, tf.zeros_like(weight), weight),

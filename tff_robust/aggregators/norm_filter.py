@@ -33,6 +33,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import histogram_quantile
+from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import norm_gating
 from tff_robust.aggregators import type_checks
 from tff_robust.aggregators import widening
@@ -105,9 +106,7 @@ class NormFilterFactory(tff.aggregators.WeightedAggregationFactory):
     @tff.tensorflow.computation(value_type, weight_type, norm_type, norm_type)
     def filtered(value, weight, value_norm, threshold):
       """(value, weight, 0) if ||w|| <= threshold and the weight is finite and >= 0, else (zeros, 0, 1)."""
-      weight_as_norm = tf.cast(weight, norm_type.dtype)
-      valid_weight = tf.logical_and(tf.math.is_finite(weight_as_norm), weight_as_norm >= 0)
-      keep = tf.logical_and(value_norm <= threshold, valid_weight)
+      keep = tf.logical_and(value_norm <= threshold, nonfinite.valid_weight(tf.cast(weight, norm_type.dtype)))
       kept_value = tf.nest.map_structure(lambda t: tf.where(keep, t, tf.zeros_like(t)), value)
       return kept_value, tf.where(keep, weight, tf.zeros_like(weight)), tf.cast(tf.logical_not(keep), tf.int32)
 

@@ -61,16 +61,21 @@ def fedplus_aggregator(
   )
 
 
-def _anchor(global_weights, local_trainable, psi: Optional[str], delta: float) -> tff.learning.models.ModelWeights:
-  """The anchor w~ + theta_k, theta_k = prox_Psi^{1/sigma}(w_k - w~) (eq. (11)): the personalised model of eq. (2),
-  which the paper's Algorithm 1 does not return (notes 6.11: report both). NumPy arrays, computed eagerly."""
-  global_trainable = [tf.convert_to_tensor(w) for w in global_weights.trainable]
-  offset = [tf.convert_to_tensor(w) - g for w, g in zip(local_trainable, global_trainable)]
+def _anchor_trainables(global_trainable, local_trainable, psi: Optional[str], delta: float) -> list:
+  """TensorFlow: the anchor w~ + theta_k, theta_k = prox_Psi^{1/sigma}(w_k - w~) (eq. (11); 0 without Psi), tensor
+  by tensor: where local training pulls w_k (eq. (14)), and the personalised model of eq. (2)."""
+  offset = [w - g for w, g in zip(local_trainable, global_trainable)]
   theta = prox_ops.prox(offset, psi, delta) if psi else [tf.zeros_like(t) for t in offset]
+  return [g + t for g, t in zip(global_trainable, theta)]
+
+
+def _anchor(global_weights, local_trainable, psi: Optional[str], delta: float) -> tff.learning.models.ModelWeights:
+  """`_anchor_trainables` of NumPy weights, eagerly: the model of eq. (2), which the paper's Algorithm 1 does not
+  return (notes 6.11: report both)."""
+  anchor = _anchor_trainables([tf.convert_to_tensor(w) for w in global_weights.trainable],
+                              [tf.convert_to_tensor(w) for w in local_trainable], psi, delta)
   return tff.learning.models.ModelWeights(
-      trainable=[(g + t).numpy() for g, t in zip(global_trainable, theta)],
-      non_trainable=list(global_weights.non_trainable),
-  )
+      trainable=[t.numpy() for t in anchor], non_trainable=list(global_weights.non_trainable))
 
 
 def build_fedplus_process(
@@ -135,9 +140,7 @@ def build_fedplus_process(
   def client_update(global_weights, local_trainable, dataset):
     global_trainable = list(global_weights.trainable)
     local_trainable = list(local_trainable)
-    offset = tf.nest.map_structure(tf.subtract, local_trainable, global_trainable)
-    theta = prox_ops.prox(offset, psi, delta) if psi else tf.nest.map_structure(tf.zeros_like, offset)
-    anchor = tf.nest.map_structure(tf.add, global_trainable, theta)
+    anchor = _anchor_trainables(global_trainable, local_trainable, psi, delta)
     start = tff.learning.models.ModelWeights(
         trainable=[(1.0 - mixing) * w + mixing * g for w, g in zip(local_trainable, global_trainable)],
         non_trainable=list(global_weights.non_trainable),

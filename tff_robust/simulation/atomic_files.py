@@ -1,7 +1,7 @@
 """Files replaced whole or not at all: written to a temporary file in the same directory (flushed to disk by
 `write_atomically`), then renamed over the target (`os.replace`, atomic on POSIX), so a crash or a kill leaves the
-old file or the new one, never a torn one. Used for what a resumed run reads back: client states, their manifests, `summary.json` and a
-sweep's `results.csv`.
+old file or the new one, never a torn one. Used for what a resumed run reads back: client states, their manifests,
+`summary.json` and a sweep's `results.csv`.
 """
 
 import os
@@ -10,6 +10,15 @@ import tempfile
 from typing import Callable
 
 TMP_PREFIX = '.tmp-'  # a writer's temporary files; a directory's owner may remove leftovers of a crash
+
+
+def _read_umask() -> int:
+  mask = os.umask(0)  # the only portable way to read it: once, at import, before any thread writes files
+  os.umask(mask)
+  return mask
+
+
+_UMASK = _read_umask()
 
 
 def fsync_directory(directory: str) -> None:
@@ -34,18 +43,12 @@ def replace_atomically(path: str, fill_fn: Callable[[str], None]) -> None:
   os.close(fd)
   try:
     fill_fn(tmp_path)
-    os.chmod(tmp_path, stat.S_IMODE(os.stat(path).st_mode) if os.path.exists(path) else 0o666 & ~_umask())
+    os.chmod(tmp_path, stat.S_IMODE(os.stat(path).st_mode) if os.path.exists(path) else 0o666 & ~_UMASK)
     os.replace(tmp_path, path)
   except BaseException:
     if os.path.exists(tmp_path):
       os.remove(tmp_path)
     raise
-
-
-def _umask() -> int:
-  mask = os.umask(0)  # the only portable way to read it
-  os.umask(mask)
-  return mask
 
 
 def write_atomically(path: str, write_fn: Callable) -> None:

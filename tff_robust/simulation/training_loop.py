@@ -357,7 +357,7 @@ def _evaluate(process, task, state, store, personal_evaluator, client_ids, corru
       device_metrics.update(personal_evaluator.one_model(model_weights))  # every client has the global model
     else:
       device_metrics.update(personal_evaluator(_personal_weights(process, state, store, model_weights, client_ids)))
-    if store is not None and getattr(process, 'has_anchor', False):  # Fed+: also each client's anchor model
+    if store is not None and process.has_anchor:  # a stateful process; Fed+: also each client's anchor model
       device_metrics.update(personal_evaluator(
           lambda client_id: process.anchor_model_weights(model_weights, store.get([client_id])[0]),
           group='personal_anchor'))

@@ -18,6 +18,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.aggregators import centered_clipping
+from tff_robust.aggregators import nonfinite
 from tff_robust.aggregators import robust_rules
 from tff_robust.core import superquantile
 
@@ -98,8 +99,7 @@ def clip_rows(points, clip_norm):
 def without_nonfinite(points, weights):
   """TensorFlow: rows with a NaN or Inf entry or a non-finite or negative weight become zeros with weight 0, as
   every factory's `widening.widen_and_drop_nonfinite_at_clients` does."""
-  valid_weights = tf.logical_and(tf.math.is_finite(weights), weights >= tf.zeros_like(weights))
-  finite = tf.logical_and(tf.reduce_all(tf.math.is_finite(points), axis=1), valid_weights)
+  finite = tf.logical_and(tf.reduce_all(tf.math.is_finite(points), axis=1), nonfinite.valid_weight(weights))
   return tf.where(finite[:, None], points, tf.zeros_like(points)), tf.where(finite, weights, tf.zeros_like(weights))
 
 

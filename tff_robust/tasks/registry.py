@@ -55,8 +55,5 @@ def create_task(
     return shakespeare_papers.create_task(
         name, **pipeline, cache_dir=cache_dir, use_synthetic_data=use_synthetic_data, **arguments
     )
-  create = (tff_baselines.create_emnist_cnn_task if name == 'emnist_cnn'
-            else tff_baselines.create_shakespeare_rnn_task)  # TFF's baselines take no seed
-  return create(
-      client_epochs=client_epochs, client_batch_size=client_batch_size, use_synthetic_data=use_synthetic_data
-  )
+  create = tff_baselines.create_emnist_cnn_task if name == 'emnist_cnn' else tff_baselines.create_shakespeare_rnn_task
+  return create(**pipeline, use_synthetic_data=use_synthetic_data)

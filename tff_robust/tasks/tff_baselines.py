@@ -4,9 +4,21 @@ Real data comes from TFF's loaders (network or a local cache); `use_synthetic_da
 synthetic stand-in of the same shapes, which works offline. The training clients are split by device: a
 seeded 20% become unseen test devices, evaluated one by one (at most 200 devices per group) along with
 the training devices; the pooled centralized test set of TFF stays the `evaluate` metric.
+
+Local training keeps TFF's preprocessing (shuffle, repeat, batch, reshape or tokenize) and its shuffle buffers
+(418 EMNIST images, 50 Shakespeare snippets), but the shuffle is seeded by the task's seed (`seeded_shuffle`):
+TFF's own takes the next op seed of TensorFlow's per-process sequence, so a resumed process shuffled otherwise
+than an uninterrupted one. So `shakespeare_rnn` resumes exactly. `emnist_cnn` is reproducible from its flags: its
+batches are reshaped in order and its initial weights are drawn from the seed (TFF's `debug_seed`), and its
+Dropout layers are seeded (`seeded_dropout_cnn`; unseeded, TFF's graphs drew other masks in every run). It does not
+resume exactly: a Dropout op draws from a stateful kernel that the worker keeps from round to round, and a resumed
+process starts it afresh.
 """
 
+import itertools
+
 import numpy as np
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.tasks import data_corruption
@@ -15,13 +27,51 @@ from tff_robust.tasks import evaluation
 
 _MAX_EVALUATED_DEVICES = 200
 _EMNIST_CLASSES = 62  # only_digits=False
+_EMNIST_SHUFFLE_BUFFER = 418  # TFF's emnist_preprocessing.MAX_CLIENT_DATASET_SIZE: every client's images
+_SHAKESPEARE_SHUFFLE_BUFFER = 50  # TFF's char_prediction_preprocessing.DEFAULT_SHUFFLE_BUFFER_SIZE (snippets)
+
+
+def seeded_shuffle(preprocess, *, buffer_size: int, seed: int):
+  """`preprocess` (TFF's, built with shuffle buffer 1: no shuffle of its own) after a shuffle of `buffer_size`
+  examples seeded by `seed`, reshuffled each epoch (TFF's repeat comes after it): the order is TensorFlow's
+  function of `seed` and the global seed, as the other tasks' `base.Batching`."""
+  def shuffled_then_preprocessed(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    return preprocess(dataset.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=True))
+  return shuffled_then_preprocessed
+
+
+def seeded_dropout_cnn(input_spec, seed: int):
+  """The `model_fn` of TFF's EMNIST-62 baseline CNN (`emnist_models.create_conv_dropout_model`, its initializers
+  seeded by `seed`) with its Dropout layers seeded by seed, seed + 1: TFF traces a model into graphs without a
+  TensorFlow seed, where an unseeded Dropout draws other masks in every run. Loss and metric as TFF's task."""
+  def model_fn() -> tff.learning.models.VariableModel:
+    keras_model = tff.simulation.baselines.emnist.emnist_models.create_conv_dropout_model(
+        only_digits=False, debug_seed=seed
+    )
+    dropout_seeds = itertools.count(seed)
+
+    def clone(layer):
+      config = layer.get_config()
+      if isinstance(layer, tf.keras.layers.Dropout):
+        config['seed'] = next(dropout_seeds)
+      return layer.__class__.from_config(config)
+
+    return tff.learning.models.from_keras_model(
+        tf.keras.models.clone_model(keras_model, clone_function=clone),
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(), input_spec=input_spec,
+        metrics=[tf.keras.metrics.SparseCategoricalAccuracy()],
+    )
+  return model_fn
 
 
 def _from_baseline(
-    name, build_baseline, accuracy_metric, corrupt_train, *, client_epochs, client_batch_size, use_synthetic_data,
-    flip_labels=None,
+    name, build_baseline, accuracy_metric, corrupt_train, *, shuffle_buffer, client_epochs, client_batch_size, seed,
+    use_synthetic_data, flip_labels=None, model_fn=None,
 ):
-  spec = tff.simulation.baselines.ClientSpec(num_epochs=client_epochs, batch_size=client_batch_size)
+  """`model_fn(input_spec, seed)`, if given, builds the task's `model_fn` instead of TFF's."""
+  spec = tff.simulation.baselines.ClientSpec(
+      num_epochs=client_epochs, batch_size=client_batch_size, shuffle_buffer_size=1
+  )
   try:
     baseline = build_baseline(spec, use_synthetic_data=use_synthetic_data)
   except Exception as error:  # TFF raises whatever its downloader raises (URLError, OSError, ...).
@@ -30,18 +80,20 @@ def _from_baseline(
         'access or a local TFF dataset cache, pass --use_synthetic_data.'
     ) from error
   datasets = baseline.datasets
+  model_fn = model_fn(datasets.element_type_structure, seed) if model_fn else baseline.model_fn
   metric_names = {accuracy_metric: 'accuracy'}
   evaluator = evaluation.CentralizedEvaluator(
-      baseline.model_fn, datasets.get_centralized_test_data(), metric_names
+      model_fn, datasets.get_centralized_test_data(), metric_names
   )
   train_data, test_devices = split_by_device(datasets.train_data)
   groups = {'train': evaluation.DeviceGroup(_sample_devices(train_data), datasets.eval_preprocess_fn, True)}
   if test_devices is not None:
     groups['eval'] = evaluation.DeviceGroup(_sample_devices(test_devices), datasets.eval_preprocess_fn, False)
   return base.Task(
-      name, baseline.model_fn, train_data,
-      preprocess_train=datasets.train_preprocess_fn, corrupt_train=corrupt_train, evaluate=evaluator,
-      device_evaluator=evaluation.DeviceEvaluator(baseline.model_fn, groups, metric_names), flip_labels=flip_labels,
+      name, model_fn, train_data,
+      preprocess_train=seeded_shuffle(datasets.train_preprocess_fn, buffer_size=shuffle_buffer, seed=seed),
+      corrupt_train=corrupt_train, evaluate=evaluator,
+      device_evaluator=evaluation.DeviceEvaluator(model_fn, groups, metric_names), flip_labels=flip_labels,
   )
 
 
@@ -72,26 +124,29 @@ def _sample_devices(client_data):
   )
 
 
-def create_emnist_cnn_task(*, client_epochs, client_batch_size, use_synthetic_data) -> base.Task:
-  """EMNIST-62 with TFF's baseline CNN (`model_id='cnn_dropout'`)."""
+def create_emnist_cnn_task(*, client_epochs, client_batch_size, seed, use_synthetic_data) -> base.Task:
+  """EMNIST-62 with TFF's baseline CNN (`model_id='cnn_dropout'`), its initial weights, Dropout layers and shuffles
+  seeded by `seed`."""
   return _from_baseline(
       'emnist_cnn',
       lambda spec, **kw: tff.simulation.baselines.emnist.create_character_recognition_task(
-          spec, model_id='cnn_dropout', only_digits=False, **kw
+          spec, model_id='cnn_dropout', only_digits=False, debug_seed=seed, **kw
       ),
       'sparse_categorical_accuracy',
       data_corruption.negate_images('pixels'),
-      client_epochs=client_epochs, client_batch_size=client_batch_size, use_synthetic_data=use_synthetic_data,
-      flip_labels=data_corruption.flip_labels('label', _EMNIST_CLASSES),
+      shuffle_buffer=_EMNIST_SHUFFLE_BUFFER, client_epochs=client_epochs, client_batch_size=client_batch_size,
+      seed=seed, use_synthetic_data=use_synthetic_data,
+      flip_labels=data_corruption.flip_labels('label', _EMNIST_CLASSES), model_fn=seeded_dropout_cnn,
   )
 
 
-def create_shakespeare_rnn_task(*, client_epochs, client_batch_size, use_synthetic_data) -> base.Task:
-  """Shakespeare next-character prediction with TFF's baseline recurrent model."""
+def create_shakespeare_rnn_task(*, client_epochs, client_batch_size, seed, use_synthetic_data) -> base.Task:
+  """Shakespeare next-character prediction with TFF's baseline recurrent model, its shuffles seeded by `seed`."""
   return _from_baseline(
       'shakespeare_rnn',
       tff.simulation.baselines.shakespeare.create_character_prediction_task,
       'accuracy_without_out_of_vocab_or_end_of_sentence',
       data_corruption.reverse_text('snippets'),
-      client_epochs=client_epochs, client_batch_size=client_batch_size, use_synthetic_data=use_synthetic_data,
+      shuffle_buffer=_SHAKESPEARE_SHUFFLE_BUFFER, client_epochs=client_epochs, client_batch_size=client_batch_size,
+      seed=seed, use_synthetic_data=use_synthetic_data,
   )

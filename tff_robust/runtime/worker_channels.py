@@ -6,7 +6,9 @@ dials (gRPC checks both; `scripts/make_test_certificates.sh` takes those names).
 whose handshake fails, and TFF waits for it without end, so `check_handshake` asks the channel why it is not ready
 (a call of a method no worker serves, `_PROBE_METHOD`) and raises `WorkerCertificateError` with gRPC's reason when
 TLS failed: the worker's certificate did not verify or names another host, or the worker closed the connection
-during the handshake (its relay refused this driver's certificate, and logged it). No TensorFlow here.
+during the handshake (its relay refused this driver's certificate, and logged it). The relay also closes a
+connection whose handshake succeeded when its worker stays unreachable (`tls_relay`); the driver cannot tell that
+close from a refusal, so the error names both and the relay's log says which. No TensorFlow here.
 """
 
 import ipaddress
@@ -83,5 +85,5 @@ def check_handshake(channel: grpc.Channel, address: str) -> None:
   if any(words in details for words in _REFUSED_BY_WORKER):
     raise WorkerCertificateError(
         f'the TFF worker at {address} closed the connection during the TLS handshake ({details}): it refused this '
-        f'driver\'s {worker_tls.CLIENT_CERT_FILE}, not signed by the authority of its --tls_client_ca (its log says '
-        'why)')
+        f'driver\'s {worker_tls.CLIENT_CERT_FILE}, not signed by the authority of its --tls_client_ca, or its '
+        'worker_service could not reach its own worker for 60 s after the handshake (its log says which)')

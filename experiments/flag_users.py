@@ -94,6 +94,7 @@ FLAG_USERS: dict[str, Users | AnyOf] = {
     'fedplus_sigma': _FEDPLUS,
     'fedplus_delta': _FEDPLUS,
     'local_init_mixing': _FEDPLUS,
+    'fedplus_init_client_from': _FEDPLUS,
     'fedplus_solver': _DELTA_MEDIAN,
     'fedplus_max_iterations': _DELTA_MEDIAN,
     'fedprox_mu': Users('algorithm', ('fedprox',)),

@@ -209,6 +209,7 @@ def _refusal(flag_values, argv) -> str:
         ('--fedplus_delta=0', 'fedplus_delta'),
         ('--local_init_mixing=1.5', 'local_init_mixing'),
         ('--fedplus_solver=newton', 'fedplus_solver'),
+        ('--fedplus_init_client_from=zero', 'fedplus_init_client_from'),
         ('--fedplus_max_iterations=0', 'fedplus_max_iterations'),
         ('--rounds_per_checkpoint=-1', 'rounds_per_checkpoint'),
         ('--channel=wifi', 'channel'),

@@ -160,3 +160,53 @@ def test_the_anchor_model_is_the_global_model_plus_the_prox_of_the_offset(varian
   offset = (local_kernel - global_kernel).astype(np.float64).ravel()
   theta = np.zeros_like(offset) if kind is None else fedplus_reference.prox(offset, delta, kind)
   np.testing.assert_allclose(anchor, global_kernel + theta.reshape(global_kernel.shape), atol=1e-6)
+
+
+def _first_visit_after_one_round(init_client_from, sigma=0.0, mixing=0.0):
+  """Client 0 trains alone in round 1; client 1, never seen, trains alone in round 2. Returns (the global model
+  after round 1, client 1's state after round 2, the process, the server state after round 1)."""
+  arrays = client_arrays(2)
+  process = fedplus.build_fedplus_process(
+      synthetic_regression.model_fn, sgd(), variant='geomed', sigma=sigma, local_init_mixing=mixing,
+      init_client_from=init_client_from,
+  )
+  state = process.initialize()
+  never_seen = process.initial_client_state(state)  # what a driver's store gives a client before its first round
+  first = process.next(state, datasets(arrays[:1]), [never_seen])
+  second = process.next(first.state, datasets(arrays[1:]), [never_seen])
+  return _global_kernel(process, first.state), second.client_states[0], process, first.state
+
+
+def test_current_global_starts_a_new_client_from_the_global_model_of_its_first_round():
+  """sigma = 0, lambda = 0 is local training from w_k: w_k = w~^1 for 'current_global', w~^0 = 0 for Algorithm 1."""
+  (x, y) = client_arrays(2)[1]
+  global_after_1, current, _, _ = _first_visit_after_one_round('current_global')
+  assert np.linalg.norm(global_after_1) > 1e-2
+  np.testing.assert_allclose(current['local'][0], numpy_sgd(global_after_1, x, y, LEARNING_RATE), atol=1e-5)
+  assert bool(current['seen'])
+  _, initial, _, _ = _first_visit_after_one_round('initial_global')
+  np.testing.assert_allclose(initial[0], numpy_sgd(np.zeros_like(global_after_1), x, y, LEARNING_RATE), atol=1e-5)
+
+
+def test_an_unseen_client_is_the_global_model_and_trains_as_a_client_holding_it():
+  """With Psi's pull and mixing on: an unseen client's personal and anchor models are w~ (theta = prox(0) = 0),
+  and its round is Algorithm 1's round of a client whose stored w_k is w~."""
+  sigma, mixing = 2.0, 0.25
+  global_after_1, current, process, state = _first_visit_after_one_round('current_global', sigma, mixing)
+  unseen = process.initial_client_state(process.initialize())
+  global_weights = process.get_model_weights(state)
+  np.testing.assert_array_equal(process.personal_model_weights(global_weights, unseen).trainable[0], global_after_1)
+  np.testing.assert_allclose(process.anchor_model_weights(global_weights, unseen).trainable[0], global_after_1,
+                             atol=1e-7)
+  algorithm_1 = fedplus.build_fedplus_process(
+      synthetic_regression.model_fn, sgd(), variant='geomed', sigma=sigma, local_init_mixing=mixing
+  )
+  holding = algorithm_1.next(state, datasets(client_arrays(2)[1:]), [(global_after_1,)]).client_states[0]
+  np.testing.assert_allclose(current['local'][0], holding[0], atol=1e-6)
+  np.testing.assert_array_equal(process.personal_model_weights(global_weights, current).trainable[0],
+                                current['local'][0])
+
+
+def test_init_client_from_is_checked_by_name():
+  with pytest.raises(ValueError, match="init_client_from must be one of .'initial_global', 'current_global'."):
+    fedplus.build_fedplus_process(synthetic_regression.model_fn, sgd(), sigma=1.0, init_client_from='zero')

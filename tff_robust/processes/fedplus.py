@@ -11,6 +11,11 @@ for each minibatch, stores w as its new w_k and sends w~ - w. The server aggrega
 over the cohort: these are translation-equivariant, so aggregating w~ - w_k and subtracting the result
 from w~ (server SGD with learning rate 1) gives the aggregate of the local models.
 
+A client first sampled in round t starts from w_k = w~^0, the initial global model (Algorithm 1, line 2:
+`init_client_from='initial_global'`), or from the w~^t it receives (`'current_global'`, the notes' option for
+partial participation; its state then also records whether the client has trained). With every client in every
+round the two are the same.
+
 Table 1 of the paper as arguments: FedAvg is (mean, lambda=1, sigma=0); FedProx with proximal strength
 mu is variant 'fedprox' (Psi = indicator of 0, so theta = 0) with lambda=1, sigma=mu and client learning
 rate eta (FedProx with learning rate eta kappa: `tff_robust.processes.fedprox`, not TFF's, whose proximal term
@@ -18,8 +23,10 @@ has the opposite sign, NOTES.md); RFA is `model_aggregator=` a geometric median 
 lambda=1, sigma=0; local training without FL is sigma=0, lambda=0.
 """
 
+import collections
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -33,6 +40,7 @@ from tff_robust.processes import stateful_clients
 _PSI_OF_VARIANT = {'avg': 'squared_l2', 'geomed': 'l2', 'comed': 'l1', 'fedprox': None}
 VARIANTS = tuple(_PSI_OF_VARIANT)
 DEFAULT_DELTA = 0.1
+INIT_CLIENT_FROM = ('initial_global', 'current_global')
 
 
 def fedplus_aggregator(
@@ -69,6 +77,36 @@ def _anchor_trainables(global_trainable, local_trainable, psi: Optional[str], de
   return [g + t for g, t in zip(global_trainable, theta)]
 
 
+class _ClientStates:
+  """A client's state and its local model w_k. `initial_global`: the state is w_k's trainables, w_k^0 = w~^0.
+  `current_global`: the state is <local: the trainables, seen: whether the client has trained>, and an unseen
+  client's w_k is the global model it is given."""
+
+  def __init__(self, init_client_from: str):
+    if init_client_from not in INIT_CLIENT_FROM:
+      raise ValueError(f'init_client_from must be one of {INIT_CLIENT_FROM}, got {init_client_from!r}')
+    self._from_current = init_client_from == 'current_global'
+
+  def type_of(self, weights_type):
+    if not self._from_current:
+      return weights_type.trainable
+    return tff.to_type(collections.OrderedDict(local=weights_type.trainable, seen=tff.TensorType(np.bool_)))
+
+  def initial(self, server_state):
+    trainable = tuple(server_state['global_model_weights'].trainable)
+    return collections.OrderedDict(local=trainable, seen=np.bool_(False)) if self._from_current else trainable
+
+  def local_trainables(self, global_trainable, client_state) -> list:
+    """TensorFlow, or NumPy eagerly: w_k."""
+    if not self._from_current:
+      return list(client_state)
+    return [tf.where(client_state['seen'], w, g) for w, g in zip(client_state['local'], global_trainable)]
+
+  def after_training(self, trained):
+    trained = tuple(trained)
+    return collections.OrderedDict(local=trained, seen=tf.constant(True)) if self._from_current else trained
+
+
 def _anchor(global_weights, local_trainable, psi: Optional[str], delta: float) -> tff.learning.models.ModelWeights:
   """`_anchor_trainables` of NumPy weights, eagerly: the model of eq. (2), which the paper's Algorithm 1 does not
   return (notes 6.11: report both)."""
@@ -94,8 +132,10 @@ def build_fedplus_process(
     server_optimizer_fn: Optional[tff.learning.optimizers.Optimizer] = None,
     metrics_aggregator=tff.learning.metrics.sum_then_finalize,
     count_factory: Optional[tff.aggregators.UnweightedAggregationFactory] = None,
+    init_client_from: str = 'initial_global',
 ) -> stateful_clients.StatefulClientProcess:
-  """Builds Fed+ (Algorithm 1) as a `StatefulClientProcess`; client state = the local model's trainables.
+  """Builds Fed+ (Algorithm 1) as a `StatefulClientProcess`; client state = the local model's trainables (with
+  `init_client_from='current_global'`, and whether the client has trained).
 
   Args:
     model_fn: no-arg callable returning a `tff.learning.models.VariableModel`.
@@ -114,6 +154,9 @@ def build_fedplus_process(
       `tff.aggregators.SecureSumFactory(1, 0)`, a secure `model_aggregator` and secure metrics, every client value
       reaches the server through a secure sum (e.g. `model_aggregator=delta_median.DeltaMedianFactory(...,
       sum_factory=<a secure sum>)` for FedGeoMed+ or FedCoMed+).
+    init_client_from: where a client's local model w_k starts before its first round: 'initial_global' (w~^0,
+      Algorithm 1) or 'current_global' (the global model of that round; a client left out of a round for a
+      non-finite result, or never sampled, keeps starting from the current one).
 
   Returns:
     A `StatefulClientProcess`; a client's personal model is its local model w_k (Algorithm 1's), its anchor
@@ -128,6 +171,7 @@ def build_fedplus_process(
   mixing = type_checks.check_number('local_init_mixing', local_init_mixing, minimum=0.0, maximum=1.0)
   delta = type_checks.check_number('delta', delta, minimum=0.0, strict=True)
   type_checks.check_number('tolerance', tolerance, minimum=0.0)
+  client_states = _ClientStates(init_client_from)
   if model_aggregator is None:
     model_aggregator = fedplus_aggregator(
         variant, delta, solver=solver, max_iterations=max_iterations, tolerance=tolerance
@@ -137,9 +181,9 @@ def build_fedplus_process(
   kappa = 1.0 / (1.0 + local_training.learning_rate_of(client_optimizer_fn) * sigma)
   psi = _PSI_OF_VARIANT[variant]
 
-  def client_update(global_weights, local_trainable, dataset):
+  def client_update(global_weights, client_state, dataset):
     global_trainable = list(global_weights.trainable)
-    local_trainable = list(local_trainable)
+    local_trainable = client_states.local_trainables(global_trainable, client_state)
     anchor = _anchor_trainables(global_trainable, local_trainable, psi, delta)
     start = tff.learning.models.ModelWeights(
         trainable=[(1.0 - mixing) * w + mixing * g for w, g in zip(local_trainable, global_trainable)],
@@ -150,16 +194,23 @@ def build_fedplus_process(
     )
     update = [g - w for w, g in zip(trained, global_trainable)]  # TFF's sign: applied as a gradient
     weight = tf.cast(num_examples, tf.float32) if weighted else tf.constant(1.0)
-    return update, weight, trained, metrics
+    return update, weight, client_states.after_training(trained), metrics
+
+  def personal_model_weights(global_weights, client_state):
+    local = client_states.local_trainables(list(global_weights.trainable), client_state)
+    return tff.learning.models.ModelWeights(
+        trainable=[np.asarray(w) for w in local], non_trainable=list(global_weights.non_trainable)
+    )
+
+  def anchor_model_weights(global_weights, client_state):
+    return _anchor(global_weights, client_states.local_trainables(list(global_weights.trainable), client_state),
+                   psi, delta)
 
   return stateful_clients.build_stateful_client_process(
-      model_fn, client_update, lambda weights_type: weights_type.trainable, model_aggregator,
-      server_optimizer_fn,
-      initial_client_state=lambda state: tuple(state['global_model_weights'].trainable),
-      personal_model_weights=lambda global_weights, local: tff.learning.models.ModelWeights(
-          trainable=list(local), non_trainable=list(global_weights.non_trainable)
-      ),
-      anchor_model_weights=lambda global_weights, local: _anchor(global_weights, local, psi, delta),
+      model_fn, client_update, client_states.type_of, model_aggregator, server_optimizer_fn,
+      initial_client_state=client_states.initial,
+      personal_model_weights=personal_model_weights,
+      anchor_model_weights=anchor_model_weights,
       metrics_aggregator=metrics_aggregator,
       count_factory=count_factory,
   )

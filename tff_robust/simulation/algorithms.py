@@ -57,6 +57,7 @@ class AlgorithmConfig:
   fedplus_sigma: float = 1.0
   fedplus_delta: float = fedplus.DEFAULT_DELTA
   local_init_mixing: float = 0.0
+  fedplus_init_client_from: str = 'initial_global'
   fedplus_solver: str = 'irls'
   fedplus_max_iterations: int = delta_median.DEFAULT_MAX_ITERATIONS
   fedprox_mu: float = 0.01
@@ -240,7 +241,7 @@ def build_learning_process(
   quantile method, passes and threshold period.
 
   The `STATEFUL_ALGORITHM_NAMES` return a `StatefulClientProcess`: `fedplus_<variant>` is
-  `build_fedplus_process` (sigma, delta, lambda = local_init_mixing, the paper's unweighted mean),
+  `build_fedplus_process` (sigma, delta, lambda = local_init_mixing, init_client_from, the paper's unweighted mean),
   `personalized_rfa` is `build_personalized_rfa_process` (RFA's passes and smoothing; the personal step
   at `personal_learning_rate` when set, else at the client learning rate as in the paper) and `local_only`
   is Fed+ with sigma = 0 and lambda = 0 (Table 1: local training, the global model plays no part).
@@ -271,7 +272,7 @@ def build_learning_process(
         model_fn, client_optimizer, variant='avg' if name == 'local_only' else name.removeprefix('fedplus_'),
         sigma=0.0 if name == 'local_only' else config.fedplus_sigma, delta=config.fedplus_delta,
         local_init_mixing=0.0 if name == 'local_only' else config.local_init_mixing,
-        model_aggregator=aggregator, server_optimizer_fn=server_optimizer,
+        init_client_from=config.fedplus_init_client_from, model_aggregator=aggregator, server_optimizer_fn=server_optimizer,
     )
   if name == 'fedprox':
     return fedprox.build_fedprox_process(

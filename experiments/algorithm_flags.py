@@ -17,7 +17,7 @@ QUANTILE_METHODS = ('exact', 'secure', 'secure_mm')
 DEFAULT_QUANTILE_PASSES = {'secure': 2, 'secure_mm': 30}
 DEFAULT_FEDPLUS_DELTA = 0.1
 FEDPLUS_SOLVERS = ('irls', 'fixed_point')
-FEDPLUS_INIT_CLIENT_FROM = ('initial_global', 'current_global')
+FEDPLUS_INIT_CLIENT_FROM_VALUES = ('initial_global', 'current_global')
 DEFAULT_FEDPLUS_MAX_ITERATIONS = 30
 CHANNEL_NAMES = ('none', 'rayleigh', 'outage', 'bsc')
 OUTAGE_ACTIONS = ('drop', 'random')
@@ -105,8 +105,8 @@ LOCAL_INIT_MIXING = flags.DEFINE_float(
     'local_init_mixing', 0.0, 'fedplus_*: lambda in [0, 1]; local training starts at (1-lambda) w_k + lambda w.',
     lower_bound=0.0, upper_bound=1.0,
 )
-flags.DEFINE_enum(
-    'fedplus_init_client_from', 'initial_global', FEDPLUS_INIT_CLIENT_FROM,
+FEDPLUS_INIT_CLIENT_FROM = flags.DEFINE_enum(
+    'fedplus_init_client_from', 'initial_global', FEDPLUS_INIT_CLIENT_FROM_VALUES,
     'fedplus_*: where a client\'s local model starts before its first round: initial_global (the initial global '
     'model, the paper\'s Algorithm 1) or current_global (the global model of that round).',
 )

@@ -140,8 +140,9 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
           'threshold_period': algorithm_flags.THRESHOLD_PERIOD.value} if algorithm == 'delta_fl' else {}),
       **({'fedplus_sigma': algorithm_flags.FEDPLUS_SIGMA.value, 'fedplus_delta': algorithm_flags.FEDPLUS_DELTA.value,
           'local_init_mixing': algorithm_flags.LOCAL_INIT_MIXING.value} if algorithm.startswith('fedplus_') else {}),
-      **({'fedplus_init_client_from': flags.FLAGS.fedplus_init_client_from}
-         if flags.FLAGS.fedplus_init_client_from != 'initial_global' else {}),
+      **({'fedplus_init_client_from': algorithm_flags.FEDPLUS_INIT_CLIENT_FROM.value}
+         if algorithm.startswith('fedplus_') and algorithm_flags.FEDPLUS_INIT_CLIENT_FROM.value != 'initial_global'
+         else {}),
       **({'fedprox_mu': fedprox_mu} if algorithm == 'fedprox' else {}),
       **({'personal_learning_rate': personal_rate} if personal_rate is not None else {}),
       **({'minibatch_fraction': minibatch} if minibatch is not None else {}),

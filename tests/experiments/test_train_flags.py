@@ -114,7 +114,7 @@ def test_the_choices_spelt_out_for_the_flags_are_the_library_constants():
   assert algorithm_flags.DEFAULT_QUANTILE_PASSES == delta_fl.DEFAULT_QUANTILE_PASSES
   assert algorithm_flags.DEFAULT_FEDPLUS_DELTA == fedplus.DEFAULT_DELTA
   assert algorithm_flags.FEDPLUS_SOLVERS == delta_median.SOLVERS
-  assert algorithm_flags.FEDPLUS_INIT_CLIENT_FROM == fedplus.INIT_CLIENT_FROM
+  assert algorithm_flags.FEDPLUS_INIT_CLIENT_FROM_VALUES == fedplus.INIT_CLIENT_FROM
   assert algorithm_flags.DEFAULT_FEDPLUS_MAX_ITERATIONS == delta_median.DEFAULT_MAX_ITERATIONS
   assert algorithm_flags.CHANNEL_NAMES == channels.CHANNEL_NAMES
   assert algorithm_flags.OUTAGE_ACTIONS == channels.OUTAGE_ACTIONS

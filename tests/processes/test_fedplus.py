@@ -207,6 +207,18 @@ def test_an_unseen_client_is_the_global_model_and_trains_as_a_client_holding_it(
                                 current['local'][0])
 
 
+def test_an_unseen_client_left_out_for_a_nonfinite_result_stays_unseen():
+  x, y = client_arrays(1)[0]
+  poisoned = datasets([(np.full_like(x, np.nan), y)])
+  process = fedplus.build_fedplus_process(
+      synthetic_regression.model_fn, sgd(), sigma=1.0, init_client_from='current_global'
+  )
+  state = process.initialize()
+  output = process.next(state, poisoned, [process.initial_client_state(state)])
+  assert not bool(output.client_states[0]['seen'])
+  assert output.metrics['client_work']['num_nonfinite_updates'] == 1
+
+
 def test_init_client_from_is_checked_by_name():
   with pytest.raises(ValueError, match="init_client_from must be one of .'initial_global', 'current_global'."):
     fedplus.build_fedplus_process(synthetic_regression.model_fn, sgd(), sigma=1.0, init_client_from='zero')

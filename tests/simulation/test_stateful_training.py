@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from tff_robust.core import fedplus as fedplus_reference
@@ -20,13 +21,18 @@ class _Interrupted(Exception):
   pass
 
 
-@pytest.fixture(scope='module')
-def task_and_process():
+def _task_and_process(init_client_from='initial_global'):
   task = synthetic_regression_fedplus.create_task(client_epochs=1, client_batch_size=10, seed=0)
   process = fedplus.build_fedplus_process(
-      task.model_fn, tff.learning.optimizers.build_sgdm(learning_rate=1e-4), variant='geomed', sigma=1.0
+      task.model_fn, tff.learning.optimizers.build_sgdm(learning_rate=1e-4), variant='geomed', sigma=1.0,
+      init_client_from=init_client_from,
   )
   return task, process
+
+
+@pytest.fixture(scope='module')
+def task_and_process():
+  return _task_and_process()
 
 
 def _run(task, process, output_dir, client_data_fn=None, rounds_per_checkpoint=2):
@@ -60,7 +66,8 @@ def _killing_after(task, num_rounds, cohort_size=4):
 def _assert_same_run(reference_dir, resumed_dir, process, task):
   expected, actual = _personal_models(reference_dir, process, task), _personal_models(resumed_dir, process, task)
   for cid in expected:
-    np.testing.assert_allclose(actual[cid][0], expected[cid][0], atol=1e-6, err_msg=cid)
+    for actual_leaf, expected_leaf in zip(tf.nest.flatten(actual[cid]), tf.nest.flatten(expected[cid])):
+      np.testing.assert_allclose(actual_leaf, expected_leaf, atol=1e-6, err_msg=cid)
   with open(os.path.join(reference_dir, 'summary.json')) as f:
     reference_summary = json.load(f)
   with open(os.path.join(resumed_dir, 'summary.json')) as f:
@@ -70,8 +77,9 @@ def _assert_same_run(reference_dir, resumed_dir, process, task):
 
 
 @pytest.mark.slow
-def test_a_run_killed_after_a_checkpoint_resumes_to_the_same_personal_models(task_and_process, tmp_path):
-  task, process = task_and_process
+@pytest.mark.parametrize('init_client_from', fedplus.INIT_CLIENT_FROM)
+def test_a_run_killed_after_a_checkpoint_resumes_to_the_same_personal_models(init_client_from, tmp_path):
+  task, process = _task_and_process(init_client_from)
   _run(task, process, str(tmp_path / 'reference'), rounds_per_checkpoint=0)
   resumed = str(tmp_path / 'resumed')
   with pytest.raises(_Interrupted):

@@ -40,7 +40,6 @@ from tff_robust.processes import stateful_clients
 _PSI_OF_VARIANT = {'avg': 'squared_l2', 'geomed': 'l2', 'comed': 'l1', 'fedprox': None}
 VARIANTS = tuple(_PSI_OF_VARIANT)
 DEFAULT_DELTA = 0.1
-INIT_CLIENT_FROM = ('initial_global', 'current_global')
 
 
 def fedplus_aggregator(
@@ -77,34 +76,58 @@ def _anchor_trainables(global_trainable, local_trainable, psi: Optional[str], de
   return [g + t for g, t in zip(global_trainable, theta)]
 
 
-class _ClientStates:
-  """A client's state and its local model w_k. `initial_global`: the state is w_k's trainables, w_k^0 = w~^0.
-  `current_global`: the state is <local: the trainables, seen: whether the client has trained>, and an unseen
-  client's w_k is the global model it is given."""
+class _FromInitialGlobal:
+  """Client states of Algorithm 1: a client's state is its local model's trainables w_k, w_k^0 = w~^0."""
 
-  def __init__(self, init_client_from: str):
-    if init_client_from not in INIT_CLIENT_FROM:
-      raise ValueError(f'init_client_from must be one of {INIT_CLIENT_FROM}, got {init_client_from!r}')
-    self._from_current = init_client_from == 'current_global'
+  @staticmethod
+  def type_of(weights_type):
+    """The state's `tff.Type` given the model's `ModelWeights` type."""
+    return weights_type.trainable
 
-  def type_of(self, weights_type):
-    if not self._from_current:
-      return weights_type.trainable
+  @staticmethod
+  def initial(server_state):
+    """The state of a client before its first round: the trainables of the server state's global model."""
+    return tuple(server_state['global_model_weights'].trainable)
+
+  @staticmethod
+  def local_trainables(global_trainable, client_state) -> list:
+    """w_k (the global model plays no part)."""
+    del global_trainable  # unused
+    return list(client_state)
+
+  @staticmethod
+  def after_training(trained):
+    """The state holding the trained w_k."""
+    return tuple(trained)
+
+
+class _FromCurrentGlobal:
+  """Client states <local: w_k's trainables, seen: whether the client has trained>; an unseen client's w_k is
+  the global model it is given."""
+
+  @staticmethod
+  def type_of(weights_type):
+    """The state's `tff.Type` given the model's `ModelWeights` type."""
     return tff.to_type(collections.OrderedDict(local=weights_type.trainable, seen=tff.TensorType(np.bool_)))
 
-  def initial(self, server_state):
-    trainable = tuple(server_state['global_model_weights'].trainable)
-    return collections.OrderedDict(local=trainable, seen=np.bool_(False)) if self._from_current else trainable
+  @staticmethod
+  def initial(server_state):
+    """The state of a client before its first round: unseen (its `local` is a placeholder of the right shapes)."""
+    return collections.OrderedDict(local=tuple(server_state['global_model_weights'].trainable), seen=np.bool_(False))
 
-  def local_trainables(self, global_trainable, client_state) -> list:
-    """TensorFlow, or NumPy eagerly: w_k."""
-    if not self._from_current:
-      return list(client_state)
+  @staticmethod
+  def local_trainables(global_trainable, client_state) -> list:
+    """w_k as tensors (eager ones for NumPy arguments): `local` once seen, else `global_trainable`."""
     return [tf.where(client_state['seen'], w, g) for w, g in zip(client_state['local'], global_trainable)]
 
-  def after_training(self, trained):
-    trained = tuple(trained)
-    return collections.OrderedDict(local=trained, seen=tf.constant(True)) if self._from_current else trained
+  @staticmethod
+  def after_training(trained):
+    """The state holding the trained w_k, seen."""
+    return collections.OrderedDict(local=tuple(trained), seen=tf.constant(True))
+
+
+_CLIENT_STATES = {'initial_global': _FromInitialGlobal, 'current_global': _FromCurrentGlobal}
+INIT_CLIENT_FROM = tuple(_CLIENT_STATES)
 
 
 def _anchor(global_weights, local_trainable, psi: Optional[str], delta: float) -> tff.learning.models.ModelWeights:
@@ -171,7 +194,9 @@ def build_fedplus_process(
   mixing = type_checks.check_number('local_init_mixing', local_init_mixing, minimum=0.0, maximum=1.0)
   delta = type_checks.check_number('delta', delta, minimum=0.0, strict=True)
   type_checks.check_number('tolerance', tolerance, minimum=0.0)
-  client_states = _ClientStates(init_client_from)
+  if init_client_from not in INIT_CLIENT_FROM:
+    raise ValueError(f'init_client_from must be one of {INIT_CLIENT_FROM}, got {init_client_from!r}')
+  client_states = _CLIENT_STATES[init_client_from]
   if model_aggregator is None:
     model_aggregator = fedplus_aggregator(
         variant, delta, solver=solver, max_iterations=max_iterations, tolerance=tolerance

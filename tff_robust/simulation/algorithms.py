@@ -241,7 +241,8 @@ def build_learning_process(
   quantile method, passes and threshold period.
 
   The `STATEFUL_ALGORITHM_NAMES` return a `StatefulClientProcess`: `fedplus_<variant>` is
-  `build_fedplus_process` (sigma, delta, lambda = local_init_mixing, init_client_from, the paper's unweighted mean),
+  `build_fedplus_process` (sigma, delta, lambda = local_init_mixing, init_client_from, the paper's unweighted
+  mean),
   `personalized_rfa` is `build_personalized_rfa_process` (RFA's passes and smoothing; the personal step
   at `personal_learning_rate` when set, else at the client learning rate as in the paper) and `local_only`
   is Fed+ with sigma = 0 and lambda = 0 (Table 1: local training, the global model plays no part).

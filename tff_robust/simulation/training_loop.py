@@ -248,8 +248,9 @@ def run_training(
       else:
         output = process.next(state, client_data)
       round_seconds.append(time.perf_counter() - start)
-      # The build ends before anything else runs on the driver: tf.data shuffles given no seed (TFF's baseline
-      # tasks) draw their op seed from TensorFlow's per-process counter, whose order must not depend on timing.
+      # The build ends before anything else runs on the driver: random ops given no seed (a user's task's
+      # tf.data shuffle) draw their op seed from TensorFlow's per-process counter, whose order must not depend on
+      # timing.
       prefetcher.wait()
       state = output.state
       round_metrics = metrics_utils.flatten_metrics(output.metrics)

@@ -8,14 +8,12 @@ the training devices; the pooled centralized test set of TFF stays the `evaluate
 Local training keeps TFF's preprocessing (shuffle, repeat, batch, reshape or tokenize) and its shuffle buffers
 (418 EMNIST images, 50 Shakespeare snippets), but the shuffle is seeded by the task's seed (`seeded_shuffle`):
 TFF's own takes the next op seed of TensorFlow's per-process sequence, so a resumed process shuffled otherwise
-than an uninterrupted one. So `shakespeare_rnn` resumes exactly. `emnist_cnn` is reproducible from its flags: its
-batches are reshaped in order and its initial weights are drawn from the seed (TFF's `debug_seed`), and its
-Dropout layers are seeded (`seeded_dropout_cnn`; unseeded, TFF's graphs drew other masks in every run). It does not
-resume exactly: a Dropout op draws from a stateful kernel that the worker keeps from round to round, and a resumed
-process starts it afresh.
+than an uninterrupted one. As with the other tasks' `base.Batching`, a client then trains on the same order in
+every round (TFF's drew a new one each round). `shakespeare_rnn` resumes exactly. `emnist_cnn` reshapes its
+batches in order and draws its initial weights from the seed (TFF's `debug_seed`, of a seed spread by NumPy's
+`SeedSequence`: TFF seeds layer i with debug_seed + i), but it is not reproducible: TFF traces its Dropout layers
+into graphs without a TensorFlow seed, so every run draws other masks.
 """
-
-import itertools
 
 import numpy as np
 import tensorflow as tf
@@ -40,35 +38,16 @@ def seeded_shuffle(preprocess, *, buffer_size: int, seed: int):
   return shuffled_then_preprocessed
 
 
-def seeded_dropout_cnn(input_spec, seed: int):
-  """The `model_fn` of TFF's EMNIST-62 baseline CNN (`emnist_models.create_conv_dropout_model`, its initializers
-  seeded by `seed`) with its Dropout layers seeded by seed, seed + 1: TFF traces a model into graphs without a
-  TensorFlow seed, where an unseeded Dropout draws other masks in every run. Loss and metric as TFF's task."""
-  def model_fn() -> tff.learning.models.VariableModel:
-    keras_model = tff.simulation.baselines.emnist.emnist_models.create_conv_dropout_model(
-        only_digits=False, debug_seed=seed
-    )
-    dropout_seeds = itertools.count(seed)
-
-    def clone(layer):
-      config = layer.get_config()
-      if isinstance(layer, tf.keras.layers.Dropout):
-        config['seed'] = next(dropout_seeds)
-      return layer.__class__.from_config(config)
-
-    return tff.learning.models.from_keras_model(
-        tf.keras.models.clone_model(keras_model, clone_function=clone),
-        loss=tf.keras.losses.SparseCategoricalCrossentropy(), input_spec=input_spec,
-        metrics=[tf.keras.metrics.SparseCategoricalAccuracy()],
-    )
-  return model_fn
+def initializer_seed(seed: int) -> int:
+  """TFF's `debug_seed` for the task seed `seed`: a 32-bit draw of `np.random.SeedSequence(seed)`, so that the
+  seeds TFF gives the layers (debug_seed + 1, + 2, ...) of adjacent task seeds do not coincide."""
+  return int(np.random.SeedSequence(seed).generate_state(1)[0])
 
 
 def _from_baseline(
     name, build_baseline, accuracy_metric, corrupt_train, *, shuffle_buffer, client_epochs, client_batch_size, seed,
-    use_synthetic_data, flip_labels=None, model_fn=None,
+    use_synthetic_data, flip_labels=None,
 ):
-  """`model_fn(input_spec, seed)`, if given, builds the task's `model_fn` instead of TFF's."""
   spec = tff.simulation.baselines.ClientSpec(
       num_epochs=client_epochs, batch_size=client_batch_size, shuffle_buffer_size=1
   )
@@ -80,20 +59,19 @@ def _from_baseline(
         'access or a local TFF dataset cache, pass --use_synthetic_data.'
     ) from error
   datasets = baseline.datasets
-  model_fn = model_fn(datasets.element_type_structure, seed) if model_fn else baseline.model_fn
   metric_names = {accuracy_metric: 'accuracy'}
   evaluator = evaluation.CentralizedEvaluator(
-      model_fn, datasets.get_centralized_test_data(), metric_names
+      baseline.model_fn, datasets.get_centralized_test_data(), metric_names
   )
   train_data, test_devices = split_by_device(datasets.train_data)
   groups = {'train': evaluation.DeviceGroup(_sample_devices(train_data), datasets.eval_preprocess_fn, True)}
   if test_devices is not None:
     groups['eval'] = evaluation.DeviceGroup(_sample_devices(test_devices), datasets.eval_preprocess_fn, False)
   return base.Task(
-      name, model_fn, train_data,
+      name, baseline.model_fn, train_data,
       preprocess_train=seeded_shuffle(datasets.train_preprocess_fn, buffer_size=shuffle_buffer, seed=seed),
       corrupt_train=corrupt_train, evaluate=evaluator,
-      device_evaluator=evaluation.DeviceEvaluator(model_fn, groups, metric_names), flip_labels=flip_labels,
+      device_evaluator=evaluation.DeviceEvaluator(baseline.model_fn, groups, metric_names), flip_labels=flip_labels,
   )
 
 
@@ -125,18 +103,18 @@ def _sample_devices(client_data):
 
 
 def create_emnist_cnn_task(*, client_epochs, client_batch_size, seed, use_synthetic_data) -> base.Task:
-  """EMNIST-62 with TFF's baseline CNN (`model_id='cnn_dropout'`), its initial weights, Dropout layers and shuffles
-  seeded by `seed`."""
+  """EMNIST-62 with TFF's baseline CNN (`model_id='cnn_dropout'`), its initial weights and shuffles seeded by
+  `seed`."""
   return _from_baseline(
       'emnist_cnn',
       lambda spec, **kw: tff.simulation.baselines.emnist.create_character_recognition_task(
-          spec, model_id='cnn_dropout', only_digits=False, debug_seed=seed, **kw
+          spec, model_id='cnn_dropout', only_digits=False, debug_seed=initializer_seed(seed), **kw
       ),
       'sparse_categorical_accuracy',
       data_corruption.negate_images('pixels'),
       shuffle_buffer=_EMNIST_SHUFFLE_BUFFER, client_epochs=client_epochs, client_batch_size=client_batch_size,
       seed=seed, use_synthetic_data=use_synthetic_data,
-      flip_labels=data_corruption.flip_labels('label', _EMNIST_CLASSES), model_fn=seeded_dropout_cnn,
+      flip_labels=data_corruption.flip_labels('label', _EMNIST_CLASSES),
   )
 
 

@@ -9,7 +9,8 @@ Local training keeps TFF's preprocessing (shuffle, repeat, batch, reshape or tok
 (418 EMNIST images, 50 Shakespeare snippets), but the shuffle is seeded by the task's seed (`seeded_shuffle`):
 TFF's own takes the next op seed of TensorFlow's per-process sequence, so a resumed process shuffled otherwise
 than an uninterrupted one. As with the other tasks' `base.Batching`, a client then trains on the same order in
-every round (TFF's drew a new one each round). `shakespeare_rnn` resumes exactly. `emnist_cnn` reshapes its
+every round (TFF's drew a new one each round) unless a per-round transform (the runner's `--max_client_examples`,
+`--minibatch_fraction`) reshuffles it. `shakespeare_rnn` resumes exactly. `emnist_cnn` reshapes its
 batches in order and draws its initial weights from the seed (TFF's `debug_seed`, of a seed spread by NumPy's
 `SeedSequence`: TFF seeds layer i with debug_seed + i), but it is not reproducible: TFF traces its Dropout layers
 into graphs without a TensorFlow seed, so every run draws other masks.

@@ -208,6 +208,8 @@ def test_over_the_secure_geometric_median_every_client_value_is_securely_summed_
         (dict(key_bins=1), r'key_bins must be an integer >= 2'),
         (dict(seed=-1), r'seed must be an integer >= 0'),
         (dict(keys='fixed'), r"keys must be one of \('random', 'hashed'\), got 'fixed'"),
+        (dict(bucket_size=1, sum_factory=tff.aggregators.SecureSumFactory(10.0)),
+         r"bucket_size \(bucketing's s\) must be >= 2 with a secure sum_factory"),
     ],
 )
 def test_bad_arguments_name_the_argument_and_range(kwargs, message):

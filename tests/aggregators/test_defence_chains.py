@@ -153,6 +153,13 @@ def test_a_secure_chain_computes_what_the_plain_one_does():
   np.testing.assert_allclose(secure, plain, rtol=1e-2, atol=1e-2)  # the secure sums' quantisation
 
 
+def test_a_secure_chain_refuses_buckets_of_one_client_which_would_reveal_each_update():
+  building.build_factory('bucketing(s=1)>gm', clients_per_round=CLIENTS, num_byzantine=BYZANTINE)  # in the clear
+  with pytest.raises(ValueError, match=r"bucketing's s\) must be >= 2 with a secure sum_factory"):
+    building.build_factory('bucketing(s=1)>gm', clients_per_round=CLIENTS, num_byzantine=BYZANTINE,
+                           secure_bounds=BOUNDS)
+
+
 def test_nnm_before_a_secure_rule_makes_the_chain_gather_and_the_audit_says_so():
   assert not building.registry.is_secure('nnm>gm')
   process = building.build_factory('nnm>gm', clients_per_round=CLIENTS, num_byzantine=BYZANTINE).create(

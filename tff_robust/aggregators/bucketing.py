@@ -39,7 +39,8 @@ What the server learns: the two key histograms (random keys, no identities), and
 weight and weighted mean of s clients; with an inner rule of secure sums (`SecureGeometricMedianFactory`)
 nothing else. A bucket of one client reveals that client's update all the same (its secure "mean" is the update):
 with s = 1, or in the last bucket when the cohort size n has n mod s = 1 (n = 10, s = 3: sizes 3, 3, 3, 1), and
-where ties leave a bucket short. Choose s >= 2 dividing the cohort size where that matters. So with `sum_factory`
+where ties leave a bucket short. Choose s >= 2 dividing the cohort size where that matters (s = 1 with a secure
+`sum_factory` is refused). So with `sum_factory`
 and `count_factory` secure sums (`SecureSumFactory`) every client value reaches the server through a secure sum
 (`privacy.assert_client_values_aggregated_securely`). A deployment
 would instead let the server assign clients to buckets and run one secure aggregation per bucket; here
@@ -108,7 +109,8 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     Args:
       inner_factory: a `tff.aggregators.WeightedAggregationFactory`, the robust rule over the bucket means.
       bucket_size: s, clients per bucket, an integer >= 1 (1: no bucketing, the inner rule over the clients'
-        own values, exactly, also when two clients' keys tie twice; `bucket_sizes` then shows one bucket of 2).
+        own values, exactly, also when two clients' keys tie twice; `bucket_sizes` then shows one bucket of 2);
+        >= 2 with a `SecureSumFactory` as `sum_factory`, where 1 would reveal every client's update.
       max_clients: the largest cohort, an integer >= 1; the stacked sums have ceil(max_clients / s) rows.
       keys: 'random' or 'hashed', how clients draw their keys (module docstring).
       seed: an integer >= 0 seeding the permutations of `keys='hashed'` (one per round).
@@ -121,7 +123,7 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
         `tff.aggregators.SecureSumFactory(1, 0)`.
 
     Raises:
-      ValueError: if an integer argument is outside its range.
+      ValueError: if an integer argument is outside its range, or `bucket_size` is 1 with a secure `sum_factory`.
       TypeError: if a factory has the wrong type.
     """
     if not isinstance(inner_factory, tff.aggregators.WeightedAggregationFactory):
@@ -136,6 +138,11 @@ class BucketingFactory(tff.aggregators.WeightedAggregationFactory):
     self._key_bins = type_checks.check_integer('key_bins', key_bins, minimum=2)
     self._sum_factory = type_checks.sum_factory_or_default(sum_factory)
     self._count_factory = type_checks.sum_factory_or_default(count_factory, 'count_factory')
+    if self._bucket_size == 1 and isinstance(self._sum_factory, tff.aggregators.SecureSumFactory):
+      raise ValueError(
+          'bucket_size (bucketing\'s s) must be >= 2 with a secure sum_factory: with 1 every bucket holds one client, '
+          'so its secure sum reveals that client\'s update to the server'
+      )
 
   @property
   def num_buckets(self) -> int:

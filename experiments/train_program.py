@@ -141,7 +141,8 @@ def _summary_extras(task, corrupted, clients_per_round: int) -> dict:
       **({'fedplus_sigma': algorithm_flags.FEDPLUS_SIGMA.value, 'fedplus_delta': algorithm_flags.FEDPLUS_DELTA.value,
           'local_init_mixing': algorithm_flags.LOCAL_INIT_MIXING.value} if algorithm.startswith('fedplus_') else {}),
       **({'fedplus_init_client_from': algorithm_flags.FEDPLUS_INIT_CLIENT_FROM.value}
-         if algorithm.startswith('fedplus_') and algorithm_flags.FEDPLUS_INIT_CLIENT_FROM.value != 'initial_global'
+         if algorithm.startswith('fedplus_')
+         and algorithm_flags.FEDPLUS_INIT_CLIENT_FROM.value != algorithm_flags.FEDPLUS_INIT_CLIENT_FROM.default
          else {}),
       **({'fedprox_mu': fedprox_mu} if algorithm == 'fedprox' else {}),
       **({'personal_learning_rate': personal_rate} if personal_rate is not None else {}),

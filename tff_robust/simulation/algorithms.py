@@ -273,7 +273,8 @@ def build_learning_process(
         model_fn, client_optimizer, variant='avg' if name == 'local_only' else name.removeprefix('fedplus_'),
         sigma=0.0 if name == 'local_only' else config.fedplus_sigma, delta=config.fedplus_delta,
         local_init_mixing=0.0 if name == 'local_only' else config.local_init_mixing,
-        init_client_from=config.fedplus_init_client_from, model_aggregator=aggregator, server_optimizer_fn=server_optimizer,
+        init_client_from=config.fedplus_init_client_from, model_aggregator=aggregator,
+        server_optimizer_fn=server_optimizer,
     )
   if name == 'fedprox':
     return fedprox.build_fedprox_process(

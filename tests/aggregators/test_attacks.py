@@ -149,12 +149,27 @@ def test_fang_trimmed_mean_clients_draw_their_own_values_within_the_bounds(proce
   sent = _sent_by_the_corrupted(result, updates, weights, corrupted)
   assert np.all(sent >= low - 1e-4) and np.all(sent <= high + 1e-4)
   assert np.std((sent - low) / (high - low)) > 0.1  # uniform draws, not one end of the interval
-  # two corrupted clients: their mean is within the bounds (that each draws its own values is not observable here)
-  corrupted = np.arange(10) < 2
-  _, result, _ = _run(process, process.initialize(), updates, weights, corrupted)
-  sent = _sent_by_the_corrupted(result, updates, weights, corrupted)
+
+
+def test_fang_trimmed_mean_corrupted_clients_each_draw_their_own_values(processes):
+  """Two corrupted clients: the mean shows only their weighted average, so the round runs twice with their weights
+  swapped (1, 3) and (3, 1). The bounds and the draws do not depend on a corrupted client's weight, so the two
+  means give each client's values: v1 = (3 s_b - s_a) / 2, v2 = (3 s_a - s_b) / 2. One draw shared by all
+  corrupted clients would give v1 = v2."""
+  process = processes('fang_trimmed_mean')
+  updates, weights, corrupted = _cohort(7, m=10, num_corrupted=2)
   low, high = fang.trimmed_mean_bounds(updates, weights, corrupted, 2.0)
-  assert np.all(sent >= low - 1e-4) and np.all(sent <= high + 1e-4)
+  sent = []
+  for corrupted_weights in ([1.0, 3.0], [3.0, 1.0]):
+    weights[corrupted] = corrupted_weights
+    _, result, _ = _run(process, process.initialize(), updates, weights, corrupted)
+    sent.append(_sent_by_the_corrupted(result, updates, weights, corrupted))
+  first = (3 * sent[1] - sent[0]) / 2
+  second = (3 * sent[0] - sent[1]) / 2
+  for values in (first, second):
+    assert np.all(values >= low - 1e-3) and np.all(values <= high + 1e-3)
+  positions = [(values - low) / (high - low) for values in (first, second)]
+  assert np.max(np.abs(positions[0] - positions[1])) > 0.2
 
 
 def test_rop_state_keeps_the_previous_aggregate_and_static_attacks_keep_none(processes):

@@ -39,3 +39,18 @@ def test_two_rounds_of_masked_updates_are_the_numpy_ones(process):
 
 def test_the_mask_sums_and_gathers_nothing(process):
   assert privacy.non_secure_intrinsics(process.next) == frozenset()
+
+
+def test_a_float64_leaf_is_masked_by_its_float64_magnitudes():
+  """The previous aggregate's float64 entries of ~1e-50 (0 in float32) rank as in the NumPy reference: the top
+  3 of 7 are masked, where a float32 ranking would find every magnitude 0 and mask nothing."""
+  update_type = tff.to_type([(np.float64, [4]), (np.float32, [3])])
+  process = update_corruption.UpdateCorruptionFactory('masked(top=0.3)', tff.aggregators.MeanFactory()).create(
+      tff.StructType([update_type, tff.TensorType(np.bool_)]), tff.TensorType(np.float32))
+  tiny = np.array([1e-50, 4e-50, 3e-50, 2e-50])
+  honest = process.next(process.initialize(), [[[tiny, np.zeros(3, np.float32)], False]] * 2, [1.0, 1.0])
+  ones = [np.ones(4), np.ones(3, np.float32)]
+  output = process.next(honest.state, [[ones, True], [ones, False]], [1.0, 1.0])
+  kept = neurotoxin.kept_coordinates(np.concatenate([tiny, np.zeros(3)]), 0.3)
+  np.testing.assert_array_equal(kept, [True, False, False, False, True, True, True])
+  np.testing.assert_allclose(np.concatenate(output.result), (1.0 + kept) / 2)

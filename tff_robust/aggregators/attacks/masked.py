@@ -36,7 +36,8 @@ class MaskedAttack(base.UpdateAttack):
 
     @tff.tensorflow.computation(update_type)
     def kept_coordinates(previous):  # the leaves in the type's order (tf.nest would sort mapping keys)
-      flat = tf.concat([tf.reshape(tf.cast(t, tf.float32), [-1]) for t in widening.leaves(previous, update_type)], 0)
+      # float64, as the NumPy reference: float32 would round a float64 leaf's magnitudes below ~1e-45 to 0 (kept)
+      flat = tf.concat([tf.reshape(tf.cast(t, tf.float64), [-1]) for t in widening.leaves(previous, update_type)], 0)
       magnitudes, largest = tf.math.top_k(tf.abs(flat), k=count)
       masked = tf.cast(tf.equal(magnitudes, 0.0), tf.float32)  # 1: a coordinate the aggregate left at 0 is kept
       return tf.tensor_scatter_nd_update(tf.ones([size]), largest[:, tf.newaxis], masked)

@@ -30,6 +30,7 @@ import tqdm  # pylint: disable=g-import-not-at-top
 
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import seeds as seeds_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust import tasks  # pylint: disable=g-import-not-at-top
@@ -112,10 +113,7 @@ def main(argv):
   unknown = [m for m in _METHODS.value if m not in METHODS]
   if unknown:
     raise app.UsageError(f'--methods must be among {list(METHODS)}, got {unknown}')
-  try:
-    seeds = [int(v) for v in _SEEDS.value]
-  except ValueError as error:
-    raise app.UsageError(f'--seeds: {error}') from error
+  seeds = seeds_flags.parse_list(_SEEDS.value, 'seeds')
   validation = {}
   if _VALIDATION_FRACTION.value is not None:
     splittable = [name for name in tasks.tasks_accepting('validation_fraction') if name in _TASKS]

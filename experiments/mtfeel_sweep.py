@@ -45,6 +45,7 @@ import tqdm  # pylint: disable=g-import-not-at-top
 from experiments import mtfeel_report  # pylint: disable=g-import-not-at-top
 from experiments import worker_exit_report  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import seeds as seeds_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import algorithms  # pylint: disable=g-import-not-at-top
 from tff_robust.simulation import training_loop  # pylint: disable=g-import-not-at-top
@@ -152,13 +153,6 @@ def _check_hyperparameters(output_dir: str) -> None:
     json.dump(values, f, indent=2)
 
 
-def _parsed(values, kind, flag):
-  try:
-    return [kind(v) for v in values]
-  except ValueError as error:
-    raise app.UsageError(f'--{flag}: {error}') from error
-
-
 @worker_exit_report.reports_worker_exit(
     'The same command resumes the sweep: finished runs are skipped; the unfinished run starts again.'
 )
@@ -171,7 +165,7 @@ def main(argv):
   unknown = set(_SWEEP_METHODS.value) - set(algorithms.INDEXED_ALGORITHM_NAMES)
   if unknown:
     raise app.UsageError(f'--sweep_methods: unknown {sorted(unknown)}; allowed {algorithms.INDEXED_ALGORITHM_NAMES}')
-  seeds = _parsed(_SEEDS.value, int, 'seeds')
+  seeds = seeds_flags.parse_list(_SEEDS.value, 'seeds')
   snr_values, flip_probabilities = _SNR_DB_VALUES.value, _FLIP_PROBABILITIES.value  # finite (parse_flags)
   if not all(0 <= p <= 1 for p in flip_probabilities):
     raise app.UsageError('--flip_probabilities must lie in [0, 1]')

@@ -66,6 +66,7 @@ from experiments import worker_exit_report  # pylint: disable=g-import-not-at-to
 from experiments import worst_case_tables  # pylint: disable=g-import-not-at-top
 from tff_robust.aggregators.defences import registry as defence_registry  # pylint: disable=g-import-not-at-top
 from tff_robust.command_line import finite_flags  # pylint: disable=g-import-not-at-top
+from tff_robust.command_line import seeds as seeds_flags  # pylint: disable=g-import-not-at-top
 from tff_robust.core.attacks import catalog  # pylint: disable=g-import-not-at-top
 from tff_robust.core.attacks import targeted_catalog  # pylint: disable=g-import-not-at-top
 from tff_robust.runtime import execution_context  # pylint: disable=g-import-not-at-top
@@ -149,13 +150,6 @@ _ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
 )
 _ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
 _EXPERIMENT_NAME = flags.DEFINE_string('experiment_name', 'robustness_sweep', 'Subdirectory of the sweep.')
-
-
-def _parsed(values, kind, flag):
-  try:
-    return [kind(v) for v in values]
-  except ValueError as error:
-    raise app.UsageError(f'--{flag}: {error}') from error
 
 
 def _corruption_kinds(text: str) -> list[str]:
@@ -326,7 +320,7 @@ def main(argv):
   data_fractions, update_fractions = _DATA_FRACTIONS.value, _UPDATE_FRACTIONS.value
   if any(not 0 <= f < 1 for f in data_fractions + update_fractions):
     raise app.UsageError('--data_fractions and --update_fractions must lie in [0, 1)')
-  seeds = _parsed(_SEEDS.value, int, 'seeds')
+  seeds = seeds_flags.parse_list(_SEEDS.value, 'seeds')
   try:
     tasks.builder_arguments(_TASK.value, **_task_options())
   except ValueError as error:

@@ -6,6 +6,7 @@ Imports no TensorFlow.
 
 from absl import flags
 
+from tff_robust.command_line import seeds
 from tff_robust.simulation import algorithm_names
 from tff_robust.tasks import task_names
 
@@ -30,7 +31,8 @@ MAX_CLIENT_EXAMPLES = flags.DEFINE_integer(
     'max_client_examples', None,
     'Cost bound, a deviation from the papers (algorithms that train local epochs): each round, each client '
     'trains its epochs on a fresh uniform sample of at most this many, >= 1, of its examples, seeded by '
-    '(--seed, round); its weight stays its full example count. Unset: every example.',
+    '(--seed, round). Its weight in the aggregate is the examples it trained on (TFF\'s NUM_EXAMPLES), so E min(cap, '
+    'n_k): the cap also flattens the weights of clients above it. Unset: every example.',
     lower_bound=1,
 )
 USE_SYNTHETIC_DATA = flags.DEFINE_bool(
@@ -57,7 +59,7 @@ SPLIT_SEED = flags.DEFINE_integer(
     'split_seed', None,
     'Seed of the task\'s data draw or train/test split (--seed leaves it fixed); unset: the task\'s default (0). '
     f'Tasks: {", ".join(task_names.tasks_accepting("split_seed"))}.',
-    lower_bound=0,
+    lower_bound=0, upper_bound=seeds.MAX,
 )
 MAX_EVALUATED_DEVICES = flags.DEFINE_integer(
     'max_evaluated_devices', None,

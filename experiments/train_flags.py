@@ -29,6 +29,7 @@ from experiments import corruption_flags
 from experiments import flag_users
 from experiments import runtime_flags
 from experiments import task_flags
+from tff_robust.command_line import seeds
 from tff_robust.aggregators.defences import registry as defence_registry
 from tff_robust.core.attacks import targeted_catalog
 from tff_robust.runtime import gpu_placement
@@ -59,7 +60,8 @@ ROUNDS_PER_CHECKPOINT = flags.DEFINE_integer(
     'from it, whatever this flag (a larger --total_rounds continues the run).',
     lower_bound=0,
 )
-SEED = flags.DEFINE_integer('seed', 0, 'Seed of client sampling and model initialisation.', lower_bound=0)
+SEED = flags.DEFINE_integer('seed', 0, 'Seed of client sampling and model initialisation.', lower_bound=0,
+                            upper_bound=seeds.MAX)
 ROOT_OUTPUT_DIR = flags.DEFINE_string('root_output_dir', '/tmp/tff_robust_runs', 'Root output directory.')
 EXPERIMENT_NAME = flags.DEFINE_string(
     'experiment_name', None, 'Subdirectory of the run; defaults to <task>_<algorithm>_seed<seed>.'
@@ -118,7 +120,8 @@ def _flag_is_used(name: str, flag_values: dict) -> bool:
 
 
 def _client_pipeline_flags_are_valid(flag_values: dict) -> bool:
-  """Minibatches need one epoch of data; at most one of the cost bounds (which algorithms take them: the table)."""
+  """Minibatches need one epoch of data, stragglers at least two; at most one of the cost bounds (which algorithms
+  take them: the table)."""
   epochs = flag_values['client_epochs_per_round']
   if flag_values['minibatch_fraction'] is not None and epochs != 1:
     raise flags.ValidationError(
@@ -126,6 +129,9 @@ def _client_pipeline_flags_are_valid(flag_values: dict) -> bool:
     )
   if flag_values['max_client_examples'] is not None and flag_values['straggler_fraction'] > 0:
     raise flags.ValidationError('--max_client_examples and --straggler_fraction cannot be combined')
+  if flag_values['straggler_fraction'] > 0 and epochs == 1:
+    raise flags.ValidationError('--straggler_fraction needs --client_epochs_per_round >= 2: a straggler trains x ~ '
+                                'U{1, ..., E} epochs, and with E = 1 every x is 1, so no client would straggle')
   return True
 
 

@@ -21,6 +21,8 @@ _SAMPLES = {
     'max_client_examples': '10', 'corruption_fraction': '0.2', 'alie_z': '1', 'ipm_epsilon': '1',
     'corruption_start_round': '2', 'corruption_end_round': '5',
 }
+# What a sample needs besides its selector (stragglers need E >= 2).
+_COMPANIONS = {'straggler_fraction': ['--client_epochs_per_round=2']}
 
 
 @pytest.fixture
@@ -85,11 +87,13 @@ def test_a_flag_is_refused_in_one_line_for_a_run_that_does_not_use_it_and_parses
                                                                                                       flag):
   users = flag_users.FLAG_USERS[flag]
   without = _setting(runner_flags, flag, use=False)
-  error = _parse_error(runner_flags, [*without, f'--{flag}={_SAMPLES[flag]}'])
+  companions = _COMPANIONS.get(flag, [])
+  error = _parse_error(runner_flags, [*without, *companions, f'--{flag}={_SAMPLES[flag]}'])
   assert error.endswith(f': --{flag} applies to {users}, not {without[-1]}') and '\n' not in error, error
   if runner_flags[flag].default is not None:  # a flag at its default changes nothing, so it may be spelt out
     assert _parse_error(runner_flags, [*without, f'--{flag}={runner_flags[flag].default}']) == ''
-  assert _parse_error(runner_flags, [*_setting(runner_flags, flag, use=True), f'--{flag}={_SAMPLES[flag]}']) == ''
+  assert _parse_error(runner_flags, [*_setting(runner_flags, flag, use=True), *companions,
+                                     f'--{flag}={_SAMPLES[flag]}']) == ''
 
 
 def test_a_flag_several_parts_use_is_refused_only_where_none_does(monkeypatch):

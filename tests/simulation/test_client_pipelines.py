@@ -2,6 +2,8 @@
 given the seed across a kill-and-resume."""
 
 import collections
+import os
+import shutil
 
 import numpy as np
 import pytest
@@ -136,13 +138,23 @@ def test_stragglers_train_a_uniform_number_of_the_epochs_on_the_first_epochs_of_
       client_pipelines.round_generator(0, 1), cohort) == cohort
 
 
+def test_stragglers_need_two_epochs_and_a_cohort_with_one_is_logged(caplog):
+  with pytest.raises(ValueError, match='straggler_fraction 0.5 needs epochs >= 2'):
+    client_pipelines.stragglers(0.5, epochs=1, batch_size=_BATCH)
+  arrays = _arrays(4)
+  cohort = [_dataset(x, y, 2) for x, y in arrays]
+  transform = client_pipelines.stragglers(0.1, epochs=2, batch_size=_BATCH)  # round(0.4) = 0
+  assert transform(client_pipelines.round_generator(0, 1), cohort) == cohort
+  assert 'rounds to 0 stragglers' in caplog.text
+
+
 @pytest.mark.parametrize('name', ['max_examples', 'stragglers', 'minibatch'])
 def test_given_counts_that_agree_a_transform_gives_the_same_data_without_counting(name, monkeypatch):
   epochs, arrays = (1 if name == 'minibatch' else 3), _arrays(3)
   cohort = [_dataset(x, y, epochs) for x, y in arrays]
-  transform = {'max_examples': client_pipelines.max_examples(5, epochs=epochs, batch_size=_BATCH),
-               'stragglers': client_pipelines.stragglers(1.0, epochs=epochs, batch_size=_BATCH),
-               'minibatch': client_pipelines.minibatch(0.25, batch_size=_BATCH)}[name]
+  transform = {'max_examples': lambda: client_pipelines.max_examples(5, epochs=epochs, batch_size=_BATCH),
+               'stragglers': lambda: client_pipelines.stragglers(1.0, epochs=epochs, batch_size=_BATCH),
+               'minibatch': lambda: client_pipelines.minibatch(0.25, batch_size=_BATCH)}[name]()
   counted = transform(client_pipelines.round_generator(0, 1), cohort)
   monkeypatch.setattr(client_pipelines, '_num_examples', lambda _: pytest.fail('counted a client\'s examples'))
   given = transform(client_pipelines.round_generator(0, 1), cohort, [len(x) for x, _ in arrays])
@@ -197,6 +209,32 @@ def test_a_resumed_run_draws_the_same_stragglers_as_an_uninterrupted_one(tmp_pat
     _train(task, process, str(tmp_path / 'resumed'), stragglers, killing_in_round_4)  # checkpoint at round 2
   np.testing.assert_allclose(_train(task, process, str(tmp_path / 'resumed'), stragglers), reference, atol=1e-6)
   assert np.max(np.abs(_train(task, process, str(tmp_path / 'no_stragglers'), None) - reference)) > 1e-3
+
+
+@pytest.mark.parametrize('resumed', [False, True])
+def test_a_killed_rerun_leaves_no_finished_looking_outputs_of_an_earlier_run(tmp_path, resumed):
+  """A rerun over a finished run's directory (afresh, or resumed to more rounds) killed before it ends: no
+  summary.json says the directory finished; a fresh start leaves none of the earlier run's outputs either."""
+  task = synthetic_regression.create_task(client_epochs=1, client_batch_size=_BATCH, seed=0)
+  process = algorithms.build_learning_process('fedavg', task.model_fn, algorithms.AlgorithmConfig())
+  output_dir = str(tmp_path)
+  _train(task, process, output_dir, None)  # finished: 4 rounds, checkpoints at rounds 2 and 4
+  if not resumed:
+    for name in os.listdir(output_dir):  # no checkpoint: the rerun starts afresh
+      if name not in ('summary.json', 'model_weights.npz', 'metrics.csv'):
+        shutil.rmtree(os.path.join(output_dir, name))
+
+  def killed_in_the_first_round(client_id):
+    raise _Interrupted()
+
+  with pytest.raises(_Interrupted):
+    training_loop.run_training(
+        process, task, killed_in_the_first_round, total_rounds=6, clients_per_round=5, rounds_per_eval=4, seed=2,
+        output_dir=output_dir, show_progress=False, rounds_per_checkpoint=2)
+  left = set(os.listdir(output_dir))
+  assert 'summary.json' not in left and ('model_weights.npz' in left) == resumed, left
+  with open(os.path.join(output_dir, 'metrics.csv')) as f:  # the resumed run's rounds 1-4; the fresh one's none
+    assert len(f.read().splitlines()) == (5 if resumed else 1)  # with its header
 
 
 def _windows_task(epochs: int) -> base.Task:

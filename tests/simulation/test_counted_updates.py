@@ -3,9 +3,15 @@ on hostile cohorts in `tests/processes/test_hostile_clients.py`), and the rounds
 
 import logging
 
+import numpy as np
 import pytest
+import tensorflow_federated as tff
 
+from tff_robust.aggregators.defences import building
 from tff_robust.simulation import counted_updates
+from tff_robust.simulation import metrics_utils
+
+_NO_CLIENT_WORK_LOSSES = {'client_work': {'num_nonfinite_updates': 0, 'num_empty_datasets': 0}}
 
 
 @pytest.mark.parametrize('metrics, cohort_size, expected', [
@@ -31,6 +37,17 @@ from tff_robust.simulation import counted_updates
     # MtFEEL, signSGD: non-finite devices in the aggregator's count, empty ones in the client work's
     ({'aggregator/num_nonfinite_clients': 2, 'client_work/num_empty_datasets': 1}, 30, 27),
     ({'aggregator/num_nonfinite_clients': 30, 'client_work/num_empty_datasets': 0}, 30, 0),
+    # FLAME: only its majority cluster reaches the aggregate
+    ({'client_work/num_nonfinite_updates': 0, 'client_work/num_empty_datasets': 0,
+      'aggregator/num_nonfinite_clients': 0, 'aggregator/num_clients_used': 10,
+      'aggregator/num_admitted_clients': 6}, 10, 6),
+    # the norm filter's dropped clients, at the top of a chain or deeper, and with a secure rule after it
+    ({'client_work/num_nonfinite_updates': 1, 'client_work/num_empty_datasets': 0,
+      'aggregator/num_dropped_clients': 2, 'aggregator/inner/num_nonfinite_clients': 0}, 10, 7),
+    ({'client_work/num_nonfinite_updates': 0, 'client_work/num_empty_datasets': 0,
+      'aggregator/mean/num_dropped_clients': 3}, 10, 7),
+    ({'client_work/num_nonfinite_updates': 0, 'client_work/num_empty_datasets': 0,
+      'aggregator/num_dropped_clients': 10}, 10, 0),
     # a process that reports none of these: unknown
     ({'client_work/train/loss': 0.5}, 10, None),
 ])
@@ -83,3 +100,16 @@ def test_a_resumed_run_continues_its_streak_and_zero_never_stops(caplog):
 def test_a_bad_stop_after_is_refused(stop_after):
   with pytest.raises(ValueError, match='stop_after must be an integer >= 0'):
     counted_updates.RoundsWithoutUpdate(stop_after)
+
+
+@pytest.mark.parametrize('spec, depth', [('norm_filter(k=2)>gm', 'aggregator'),
+                                         ('clipping(c=100)>norm_filter(k=2)>mean', 'aggregator/mean')])
+def test_a_norm_filter_at_any_depth_of_a_chain_leaves_its_dropped_clients_uncounted(spec, depth):
+  """The metric names as a real chain reports them: one of six clients, 50 times the others' norm, is dropped."""
+  factory = building.build_factory(spec, clients_per_round=6, num_byzantine=1)
+  process = factory.create(tff.TensorType(np.float32, [3]), tff.TensorType(np.float32))
+  values = [np.full(3, 1.0 + 0.1 * i, np.float32) for i in range(5)] + [np.full(3, 50.0, np.float32)]
+  measurements = process.next(process.initialize(), values, [1.0] * 6).measurements
+  flat = metrics_utils.flatten_metrics({'aggregator': measurements, **_NO_CLIENT_WORK_LOSSES})
+  assert flat[f'{depth}/num_dropped_clients'] == 1
+  assert counted_updates.count(flat, 6) == 5

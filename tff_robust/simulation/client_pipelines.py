@@ -16,6 +16,7 @@ import dataclasses
 import math
 from typing import Callable, Optional, Sequence
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
@@ -153,13 +154,21 @@ def stragglers(fraction: float, *, epochs: int, batch_size: int) -> CohortTransf
   round(fraction m) of the cohort's m clients, drawn without replacement, are stragglers and train
   x ~ U{1, ..., E} local epochs (a draw per straggler) instead of E = `epochs`; the others train E epochs. A
   straggler's data is the first x epochs of its E-epoch stream (`first_epochs`); its partial work is kept.
-  `fraction` in [0, 1]; 0 changes nothing."""
+  `fraction` in [0, 1]; 0 changes nothing. A fraction > 0 needs E >= 2 (with E = 1 every x is 1), and a cohort
+  where round(fraction m) is 0 (Python's rounding: half to even) has no straggler, which is logged once."""
   fraction = _check_fraction('straggler_fraction', fraction, zero_allowed=True)
   if epochs < 1 or batch_size < 1:
     raise ValueError(f'epochs and batch_size must be >= 1, got {epochs} and {batch_size}')
+  if fraction > 0 and epochs == 1:
+    raise ValueError(f'straggler_fraction {fraction} needs epochs >= 2: a straggler trains x ~ U{{1, ..., E}} '
+                     'epochs, and with E = 1 every x is 1, so no client would straggle')
 
   def transform(rng: np.random.Generator, cohort_data: Sequence, num_examples=None) -> list:
-    slow = set(rng.choice(len(cohort_data), size=round(fraction * len(cohort_data)), replace=False).tolist())
+    size = round(fraction * len(cohort_data))
+    if fraction > 0 and size == 0:
+      logging.log_first_n(logging.WARNING, 'straggler_fraction %s of a cohort of %d rounds to 0 stragglers: no '
+                          'client straggles.', 1, fraction, len(cohort_data))
+    slow = set(rng.choice(len(cohort_data), size=size, replace=False).tolist())
     done = rng.integers(1, epochs + 1, size=len(cohort_data))
     counts = _counts_or_none(num_examples, len(cohort_data))
     return [
@@ -220,7 +229,9 @@ def _capped(client_data, cap: int, seed: int, epochs: int, batch_size: int, num_
 def max_examples(cap: int, *, epochs: int, batch_size: int) -> CohortTransform:
   """A bound on a round's work that keeps the task's meaning: each round, each client of the cohort trains
   its `epochs` local epochs on `capped_examples`, min(`cap`, n_k) of its n_k examples drawn afresh (the round's
-  generator: the same draw in a resumed run). `cap` >= 1; the client's weight (n_k) is unchanged. Clients given
+  generator: the same draw in a resumed run). `cap` >= 1. The client's weight in the aggregate is what its client work
+  counts, the examples it trained on (TFF's `ClientWeighting.NUM_EXAMPLES`): `epochs` min(`cap`, n_k), not n_k, so the
+  cap also flattens the weights of the clients above it. Clients given
   as `base.InMemoryClient`s get the same batches through `capped_in_memory`."""
   if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
     raise ValueError(f'max_client_examples must be an integer >= 1, got {cap!r}')

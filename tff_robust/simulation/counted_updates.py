@@ -10,8 +10,12 @@ Each process reports what it left out (`tests/processes/test_hostile_clients.py`
     had a non-finite loss or update, or no data); MtFEEL and signSGD, whose devices' signs are aggregated
     without a client work, count their non-finite devices in `aggregator/num_nonfinite_clients`;
   - its aggregator: the gather-based rules use `aggregator/num_clients_used` rows, or none when they report
-    `aggregator/insufficient_clients` = 1 (the round is skipped); the others leave the values that arrive
-    non-finite out and count them in `aggregator/num_nonfinite_clients`.
+    `aggregator/insufficient_clients` = 1 (the round is skipped), and FLAME only its majority cluster,
+    `aggregator/num_admitted_clients`; the others leave the values that arrive non-finite out and count them in
+    `aggregator/num_nonfinite_clients`;
+  - the norm filter, at any depth of a chain (`aggregator/num_dropped_clients`, `aggregator/mean/...`): the
+    clients it set to weight 0, beyond its threshold or non-finite (a client the client work already left out
+    has norm 0 and weight 0: the filter keeps it, so no client is subtracted twice).
 """
 
 from typing import Mapping, Optional, Sequence
@@ -25,8 +29,10 @@ _KEPT = 'client_work/filter/num_kept'
 _AGGREGATOR_NONFINITE = 'aggregator/num_nonfinite_clients'
 _ROWS_USED = 'aggregator/num_clients_used'
 _INSUFFICIENT = 'aggregator/insufficient_clients'
+_ADMITTED = 'aggregator/num_admitted_clients'
+_DROPPED = 'num_dropped_clients'  # the norm filter's, under `aggregator/` at the depth of the chain it sits at
 REASONS = (_NONFINITE_UPDATES, _EMPTY_DATASETS, _KEPT, 'client_work/filter/num_nonfinite_losses',
-           _AGGREGATOR_NONFINITE, _ROWS_USED, _INSUFFICIENT)
+           _AGGREGATOR_NONFINITE, _ROWS_USED, _INSUFFICIENT, _ADMITTED, f'aggregator/{_DROPPED}')
 
 
 def count(metrics: Mapping[str, float], cohort_size: int) -> Optional[int]:
@@ -38,8 +44,12 @@ def count(metrics: Mapping[str, float], cohort_size: int) -> Optional[int]:
     counted = cohort_size - int(metrics.get(_NONFINITE_UPDATES, 0)) - int(metrics.get(_EMPTY_DATASETS, 0))
   else:
     return None
+  counted -= sum(int(value) for key, value in metrics.items()
+                 if key.startswith('aggregator/') and key.rsplit('/', 1)[-1] == _DROPPED)
   if _ROWS_USED in metrics:  # the gather-based rules drop rows of weight 0 too: their own count is exact
-    return 0 if metrics.get(_INSUFFICIENT) else min(counted, int(metrics[_ROWS_USED]))
+    if metrics.get(_INSUFFICIENT):
+      return 0
+    return max(min(counted, int(metrics[_ROWS_USED]), int(metrics.get(_ADMITTED, metrics[_ROWS_USED]))), 0)
   return max(counted - int(metrics.get(_AGGREGATOR_NONFINITE, 0)), 0)
 
 

@@ -11,8 +11,9 @@ dataset's seeds are `tensorflow.python.data.util.random_seed.get_seed(seed)` at 
 and the op seed).
 
 Which element comes out depends only on the input's length and the seeds, never on the elements, so the order is
-a permutation of positions: `shuffled_positions`. The runner uses it to build a client's capped sample
-(`client_pipelines.capped_examples`) from its in-memory examples in the order the dataset pipeline would yield them,
+a permutation of positions: `shuffled_positions`. The runner uses it to build a client's capped sample from its
+in-memory examples (`client_pipelines.capped_in_memory`) in the order the dataset pipeline
+(`client_pipelines.capped_examples`) would yield them,
 without pushing every example of the client through tf.data (a few microseconds per element and operation).
 `tests/simulation/test_shuffle_order.py` checks it against tf.data itself.
 """

@@ -194,9 +194,13 @@ def run_training(
     first_round_data = client_pipelines.data_fn_of_round(client_data_fn, 1)  # what the first round will train on
     state = process.prepare(state, [client_pipelines.as_dataset(first_round_data(cid)) for cid in client_ids])
   csv_path = os.path.join(output_dir, 'metrics.csv')
-  if restored is None and os.path.exists(csv_path):
-    os.remove(csv_path)
-  elif restored is not None:
+  # A finished earlier run's outputs are not this run's until it finishes and writes them again: without its
+  # summary.json the directory does not read as finished (the queues' and sweeps' test) if this run is killed.
+  stale = ['summary.json'] + (['metrics.csv', 'model_weights.npz', 'devices.csv'] if restored is None else [])
+  for name in stale:
+    if os.path.exists(os.path.join(output_dir, name)):
+      os.remove(os.path.join(output_dir, name))
+  if restored is not None:
     dropped = metrics_csv.keep_checkpointed_rounds(csv_path, restored[0])  # DamagedMetricsError: refuse the resume
     if dropped:
       logging.warning('%s', dropped)

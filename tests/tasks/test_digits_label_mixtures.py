@@ -42,6 +42,12 @@ def test_a_concentration_that_is_not_a_finite_positive_number_is_refused(value):
     digits.create_task(client_epochs=1, client_batch_size=8, seed=0, label_concentration=value)
 
 
+def test_a_concentration_too_small_for_the_devices_is_refused_instead_of_redrawn_forever():
+  """At 0.01 each digit goes almost whole to one device: 30 devices of >= 10 examples are (nearly) never drawn."""
+  with pytest.raises(ValueError, match='label_concentration 0.01 is too small for 30 devices'):
+    digits.create_task(client_epochs=1, client_batch_size=8, seed=0, label_concentration=0.01)
+
+
 def test_label_concentration_is_refused_for_a_task_without_label_mixtures():
   with pytest.raises(ValueError, match="label_concentration applies to the tasks digits, not 'digits_cohorts'"):
     tasks.create_task('digits_cohorts', client_epochs=1, client_batch_size=8, seed=0, label_concentration=1.0)

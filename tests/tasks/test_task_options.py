@@ -76,6 +76,8 @@ def test_max_evaluated_devices_caps_each_evaluated_group():
   capped = tasks.create_task('emnist_linear_dfl', **_TRAINING, use_synthetic_data=True, max_evaluated_devices=2)
   sizes = lambda task: {name: len(group.client_data.client_ids) for name, group in task.device_evaluator._groups.items()}
   assert sizes(every) == {'train': 3, 'eval': 3} and sizes(capped) == {'train': 2, 'eval': 2}
+  with pytest.raises(ValueError, match='max_evaluated_devices must be an integer >= 1 or None, got 0'):
+    tasks.create_task('emnist_linear_dfl', **_TRAINING, use_synthetic_data=True, max_evaluated_devices=0)
 
 
 def test_l2_regularization_adds_half_lambda_times_the_squared_norm_to_the_loss():

@@ -205,7 +205,7 @@ def capped_in_memory(client: base.InMemoryClient, cap: int, seed: int, *, epochs
                      f'differs from the cap\'s ({epochs} epochs, batch {batch_size})')
   n = client.num_examples
   first_epoch = shuffle_order.shuffled_positions(
-      n, base.Batching.SHUFFLE_BUFFER,
+      n, base.Batching.buffer_size(n),
       shuffle_order.iterator_seeds(shuffle_order.dataset_seeds(client.batching.seed), True, 0),
   )
   sample_seeds = shuffle_order.dataset_seeds(seed)

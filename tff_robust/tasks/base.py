@@ -105,8 +105,12 @@ def test_dataset_from_arrays(x, y, batch_size: int = 256) -> tf.data.Dataset:
 
 @dataclasses.dataclass(frozen=True)
 class Batching:
-  """Local-training pipeline: shuffle (a buffer of `SHUFFLE_BUFFER` examples, seeded, reshuffled each
-  epoch), repeat `epochs` times, batch by `batch_size`.
+  """Local-training pipeline: shuffle (seeded, reshuffled each epoch), repeat `epochs` times, batch by `batch_size`.
+
+  The shuffle's buffer holds max(`SHUFFLE_BUFFER`, n) examples, n the client's number where the dataset knows it
+  (its cardinality): every epoch is then a uniform permutation of the client's examples, as the papers' minibatch
+  SGD draws them, however many it has (a 1,024-example buffer over a Shakespeare role's windows, which come in
+  text order, swept the role from start to end). Where n is unknown the buffer is `SHUFFLE_BUFFER`.
 
   The order is TensorFlow's function of `seed` and TF's global seed at the time the client's dataset is made
   (`tf.data.Dataset.shuffle`): the same task seed gives another order after another `tf.random.set_seed`. The
@@ -118,13 +122,26 @@ class Batching:
   batch_size: int
   seed: int
 
+  def __post_init__(self):
+    for name in ('epochs', 'batch_size'):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
+
+  @classmethod
+  def buffer_size(cls, num_examples: int) -> int:
+    """The shuffle buffer of a client of `num_examples` (< 0: unknown, as tf.data's cardinality) examples."""
+    return max(cls.SHUFFLE_BUFFER, num_examples)
+
   def __call__(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
-    return dataset.shuffle(self.SHUFFLE_BUFFER, seed=self.seed, reshuffle_each_iteration=True).repeat(
+    buffer = tf.maximum(tf.constant(self.SHUFFLE_BUFFER, tf.int64), dataset.cardinality())
+    return dataset.shuffle(buffer, seed=self.seed, reshuffle_each_iteration=True).repeat(
         self.epochs).batch(self.batch_size)
 
 
 def batching(*, epochs: int, batch_size: int, seed: int) -> Batching:
-  """Local-training pipeline: reshuffle each epoch, repeat `epochs` times, batch (`Batching`)."""
+  """Local-training pipeline: reshuffle each epoch, repeat `epochs` (>= 1) times, batch by `batch_size` (>= 1)
+  (`Batching`)."""
   return Batching(epochs, batch_size, seed)
 
 

@@ -25,6 +25,7 @@ NUM_CLASSES = 10
 NUM_FEATURES = 64
 IMAGE_SHAPE = (8, 8)
 _MIN_EXAMPLES_PER_CLIENT = 10
+_MAX_OWNER_DRAWS = 1000  # then refused: a concentration that small gives each label to one device
 
 
 def load_arrays():
@@ -98,12 +99,13 @@ def split_validation(clients: dict, fraction: float, *, split_seed: int = 0) -> 
 
 def _dirichlet_owners(labels, num_owners, concentration, rng):
   """Owner of each example: each label's examples are cut by Dirichlet shares; redrawn until every owner
-  holds at least _MIN_EXAMPLES_PER_CLIENT examples (a few draws at most)."""
+  holds at least _MIN_EXAMPLES_PER_CLIENT examples (a few draws at concentrations >= 0.1 and 30 devices; 9,000 at
+  0.05), at most _MAX_OWNER_DRAWS times."""
   if len(labels) < num_owners * _MIN_EXAMPLES_PER_CLIENT:
     raise ValueError(
         f'cannot give {num_owners} devices >= {_MIN_EXAMPLES_PER_CLIENT} examples each from {len(labels)}'
     )
-  while True:
+  for _ in range(_MAX_OWNER_DRAWS):
     owner = np.empty(len(labels), np.int64)
     for label in range(NUM_CLASSES):
       indices = rng.permutation(np.flatnonzero(labels == label))
@@ -113,6 +115,10 @@ def _dirichlet_owners(labels, num_owners, concentration, rng):
         owner[part] = client
     if np.bincount(owner, minlength=num_owners).min() >= _MIN_EXAMPLES_PER_CLIENT:
       return owner
+  raise ValueError(
+      f'label_concentration {concentration} is too small for {num_owners} devices: no draw of {_MAX_OWNER_DRAWS} '
+      f'gave every device >= {_MIN_EXAMPLES_PER_CLIENT} examples (each label goes almost whole to one device); '
+      'use >= 0.1')
 
 
 def create_keras_model() -> tf.keras.Model:

@@ -99,6 +99,10 @@ def within_device_task(
 
 
 def _sampled(client_data, max_devices: Optional[int]):
+  """`client_data` itself, or a sample of `max_devices` (an integer >= 1) of its clients, seeded."""
+  if max_devices is not None and (isinstance(max_devices, bool) or not isinstance(max_devices, (int, np.integer))
+                                  or max_devices < 1):
+    raise ValueError(f'max_evaluated_devices must be an integer >= 1 or None, got {max_devices!r}')
   ids = sorted(client_data.client_ids)
   if max_devices is None or len(ids) <= max_devices:
     return client_data

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import type_checks
 from tff_robust.tasks import backdoor as backdoor_lib
 from tff_robust.tasks import evaluation
 from tff_robust.tasks import shakespeare_windows
@@ -123,10 +124,8 @@ class Batching:
   seed: int
 
   def __post_init__(self):
-    for name in ('epochs', 'batch_size'):
-      value = getattr(self, name)
-      if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f'{name} must be an integer >= 1, got {value!r}')
+    type_checks.check_integer('epochs', self.epochs, minimum=1)
+    type_checks.check_integer('batch_size', self.batch_size, minimum=1)
 
   @classmethod
   def buffer_size(cls, num_examples: int) -> int:

@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import type_checks
 from tff_robust.tasks import data_corruption
 from tff_robust.tasks import base
 from tff_robust.tasks import evaluation
@@ -70,11 +71,6 @@ def sample_sizes(rng: np.random.Generator, num_devices: int) -> np.ndarray:
   return rng.lognormal(SIZE_LOG_MEAN, SIZE_LOG_STD, num_devices).astype(np.int64) + MIN_SAMPLES
 
 
-def _check_int(name: str, value, minimum: int):
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-    raise ValueError(f'{name} must be an integer >= {minimum}, got {value!r}')
-
-
 def _check_heterogeneity(name: str, value):
   if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < np.inf:
     raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
@@ -107,9 +103,9 @@ def make_device_arrays(
   """
   _check_heterogeneity('alpha', alpha)
   _check_heterogeneity('beta', beta)
-  _check_int('num_devices', num_devices, 1)
-  _check_int('dimension', dimension, 1)
-  _check_int('num_classes', num_classes, 2)
+  type_checks.check_integer('num_devices', num_devices, minimum=1)
+  type_checks.check_integer('dimension', dimension, minimum=1)
+  type_checks.check_integer('num_classes', num_classes, minimum=2)
   rng = np.random.default_rng(split_seed)
   sizes = sample_sizes(rng, num_devices)
   model_means = alpha * rng.standard_normal(num_devices)

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from tff_robust.aggregators import type_checks
 from tff_robust.tasks import data_corruption
 from tff_robust.tasks import base
 from tff_robust.tasks import evaluation
@@ -40,11 +41,6 @@ def covariance_diagonal(dimension: int) -> np.ndarray:
   return ((np.arange(dimension) % COVARIANCE_PERIOD) + 1.0) ** -COVARIANCE_EXPONENT
 
 
-def _check_int(name: str, value, minimum: int):
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-    raise ValueError(f'{name} must be an integer >= {minimum}, got {value!r}')
-
-
 def make_party_arrays(
     *, num_parties: int = NUM_PARTIES, dimension: int = DIMENSION, samples_per_party: int = SAMPLES_PER_PARTY,
     split_seed: int = 0
@@ -64,9 +60,9 @@ def make_party_arrays(
   Raises:
     ValueError: if an argument is out of range.
   """
-  _check_int('num_parties', num_parties, 2)
-  _check_int('dimension', dimension, 1)
-  _check_int('samples_per_party', samples_per_party, 2)
+  type_checks.check_integer('num_parties', num_parties, minimum=2)
+  type_checks.check_integer('dimension', dimension, minimum=1)
+  type_checks.check_integer('samples_per_party', samples_per_party, minimum=2)
   rng = np.random.default_rng(split_seed)
   shared = rng.normal(0.0, np.sqrt(SHARED_WEIGHT_VARIANCE), dimension)
   outlier = rng.normal(0.0, np.sqrt(OUTLIER_WEIGHT_VARIANCE), dimension)
@@ -89,7 +85,7 @@ def make_party_arrays(
 
 def make_model_fn(dimension: int = DIMENSION):
   """A no-arg `model_fn`: linear regression d -> 1 without bias, zero-initialised, MSE loss, 'mse' metric."""
-  _check_int('dimension', dimension, 1)
+  type_checks.check_integer('dimension', dimension, minimum=1)
 
   def model_fn() -> tff.learning.models.VariableModel:
     inputs = tf.keras.Input(shape=(dimension,))
